@@ -1,0 +1,433 @@
+"""The reference msgpack codec for IPC messages (wire v1 and v2, see :mod:`.wire`)."""
+
+from __future__ import annotations
+
+import enum
+import pickle
+import threading
+from array import array
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+
+import msgspec
+import numpy as np
+import torch
+
+from . import buffers, wire
+from .devices import MapLocation
+from .errors import DecodeError, EncodeError, format_path
+from .limits import DecodeLimits
+from .paths import generic_body, locate, named_path, parse_msgspec_path
+from .schema import ENUM_TYPES, MESSAGE_TYPES, Int128, PickleWrapper
+from .schema_plan import map_positions
+
+__all__ = ["ReferenceCodec", "Frames"]
+
+#: What ``encode`` returns and ``decode`` accepts: the body, then any out-of-band buffers.
+Frames = List[Union[bytes, bytearray, memoryview]]
+
+_INT_MIN = -(2**63)
+_UINT_MAX = 2**64 - 1
+_ENUMS_BY_NAME: Mapping[str, type] = {cls.__name__: cls for cls in ENUM_TYPES}
+_TYPED_BUFFERS = (torch.Tensor, np.ndarray, array)
+
+
+class _ExtFailure(Exception):
+    """Raised inside ext_hook; carries the ext so the failure can be located afterwards."""
+
+    def __init__(self, code: int, data: bytes, reason: str):
+        super().__init__(reason)
+        self.code, self.data, self.reason = code, data, reason
+
+
+class ReferenceCodec:
+    """Encode IPC messages to frames and decode frames back, exactly and safely.
+
+    Parameters
+    ----------
+    out_of_band_threshold
+        ``None`` (default) writes wire v1: one frame, byte-compatible with
+        SGLang 0.5.23. An int ``N`` writes wire v2: every tensor, ndarray or
+        array of ``N`` bytes or more is its own frame, a view of the value's
+        memory (no copy on encode; none on decode when the frame is writable).
+    allow_pickle
+        Accept SGLang's ``PickleWrapper`` in the declared opaque fields
+        (``time_stats``, ``customized_info``) and unpickle it. Off by default:
+        unpickling runs code chosen by whoever can reach the socket.
+    limits
+        :class:`DecodeLimits` for every decoded message.
+    map_location
+        Where decoded tensors go (``None``: the device they were sent from).
+        A tensor from a device this process lacks raises ``DecodeError``.
+
+    ``encode(msg)`` raises :class:`EncodeError` (a ``TypeError``) naming the
+    path of a value the schema cannot carry; ``decode(frames)`` raises
+    :class:`DecodeError` (a ``msgspec.DecodeError``) naming the path and reason
+    of anything malformed, and nothing else.
+    """
+
+    name = "reference"
+    #: Declared capabilities, read by the conformance suite.
+    wire_compatible = True
+    decode_error = DecodeError
+
+    def __init__(
+        self,
+        *,
+        out_of_band_threshold: Optional[int] = None,
+        allow_pickle: bool = False,
+        limits: DecodeLimits = DecodeLimits(),
+        map_location: MapLocation = None,
+    ):
+        if out_of_band_threshold is not None and (
+            not isinstance(out_of_band_threshold, int) or isinstance(out_of_band_threshold, bool) or out_of_band_threshold < 0
+        ):
+            raise ValueError(f"out_of_band_threshold must be None or an int >= 0, got {out_of_band_threshold!r}")
+        if not isinstance(allow_pickle, bool):
+            raise TypeError(f"allow_pickle must be a bool, got {allow_pickle!r}")
+        if not isinstance(limits, DecodeLimits):
+            raise TypeError(f"limits must be a DecodeLimits, got {type(limits).__name__}")
+        self.out_of_band_threshold = out_of_band_threshold
+        self.out_of_band = out_of_band_threshold is not None
+        self.allow_pickle = allow_pickle
+        self.limits = limits
+        self.map_location = map_location
+        self._message_classes = frozenset(MESSAGE_TYPES.values())
+        self._state = threading.local()
+        self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
+        self._decoder = msgspec.msgpack.Decoder(
+            Union[tuple(MESSAGE_TYPES.values())], dec_hook=self._dec_hook, ext_hook=self._ext_hook
+        )
+        self._untyped_decoder = msgspec.msgpack.Decoder(ext_hook=self._ext_hook)
+        self._root_type = Union[tuple(MESSAGE_TYPES.values())]
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.out_of_band:
+            parts.append(f"out_of_band_threshold={self.out_of_band_threshold}")
+        if self.allow_pickle:
+            parts.append("allow_pickle=True")
+        return f"ReferenceCodec({', '.join(parts)})"
+
+    # --- encode -------------------------------------------------------------
+
+    def encode(self, msg: msgspec.Struct) -> Frames:
+        """Frames for ``msg``: ``[body]`` in wire v1, ``[body, *buffers]`` in wire v2."""
+        if type(msg) not in self._message_classes:
+            raise EncodeError(
+                f"{type(msg).__qualname__} is not a message of the reference schema (see MESSAGE_TYPES)"
+            )
+        state = self._state
+        state.frames = frames = [b""]
+        state.failed = None
+        try:
+            wire_msg = map_positions(msg, self._encode_untyped)
+            frames[0] = self._encoder.encode(wire_msg)
+        except EncodeError:
+            raise
+        except (TypeError, OverflowError, ValueError) as exc:
+            raise self._locate_encode_error(msg, exc) from exc
+        finally:
+            state.frames = None
+        return frames
+
+    def _locate_encode_error(self, msg: object, exc: Exception) -> EncodeError:
+        failed = getattr(self._state, "failed", None)
+        if failed is not None:
+            path = locate(msg, lambda v: v is failed)
+        elif isinstance(exc, OverflowError):
+            path = locate(msg, lambda v: type(v) is int and not _INT_MIN <= v <= _UINT_MAX)
+            exc = TypeError(f"integer out of msgpack's 64-bit range ({exc})")
+        else:
+            path = None
+        return EncodeError(str(exc), format_path(path) if path is not None else "$")
+
+    def _enc_hook(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            return self._buffer_ext(wire.EXT_TORCH_TENSOR, obj, buffers.tensor_to_wire)
+        if type(obj) is np.ndarray:
+            return self._buffer_ext(wire.EXT_NDARRAY, obj, buffers.ndarray_to_wire)
+        if type(obj) is array:
+            return self._buffer_ext(wire.EXT_ARRAY, obj, buffers.array_to_wire)
+        if type(obj) is Int128:
+            return msgspec.msgpack.Ext(wire.EXT_BIGINT, _bigint_bytes(obj))
+        self._state.failed = obj
+        if isinstance(obj, np.generic):
+            raise TypeError(
+                f"numpy scalar {type(obj).__name__} where the schema declares a builtin type; "
+                "send .item() or declare the field untyped"
+            )
+        raise TypeError(f"{type(obj).__qualname__} cannot be carried by the reference schema")
+
+    def _buffer_ext(self, code: int, obj: Any, to_wire) -> msgspec.msgpack.Ext:
+        try:
+            metadata, raw = to_wire(obj)
+        except TypeError:
+            self._state.failed = obj
+            raise
+        meta = msgspec.msgpack.encode(metadata)
+        threshold = self.out_of_band_threshold
+        if threshold is not None and len(raw) >= threshold and len(raw) > 0:
+            frames = self._state.frames
+            frames.append(raw)
+            payload = b"".join((wire.U32.pack(len(meta)), meta, wire.U32.pack(len(frames) - 1)))
+            return msgspec.msgpack.Ext(wire.OUT_OF_BAND_OFFSET + code, payload)
+        return msgspec.msgpack.Ext(code, b"".join((wire.U32.pack(len(meta)), meta, raw)))
+
+    def _encode_untyped(self, kind: str, value: object, path: Tuple) -> object:
+        if kind == "opaque":
+            return value  # a PickleWrapper the caller put there travels as is
+        return self._untyped_to_wire(value, path, 0)
+
+    def _untyped_to_wire(self, value: object, path: Tuple, depth: int) -> object:
+        """Rewrite an untyped value so that msgpack keeps its exact Python type."""
+        if depth > self.limits.max_depth:
+            raise EncodeError(f"untyped value nested deeper than {self.limits.max_depth}", format_path(path))
+        t = type(value)
+        if value is None or t is str or t is bytes or t is bool or t is float:
+            return value
+        if t is int:
+            if _INT_MIN <= value <= _UINT_MAX:
+                return value
+            if not Int128.MIN <= value <= Int128.MAX:
+                raise EncodeError(f"integer {value} does not fit in 128 bits", format_path(path))
+            return msgspec.msgpack.Ext(wire.EXT_BIGINT, _bigint_bytes(value))
+        if t is list:
+            out = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(value)]
+            return value if all(a is b for a, b in zip(out, value)) else out
+        if t is dict:
+            out = {}
+            changed = False
+            for k, v in value.items():
+                if type(k) not in (str, int, bytes, bool, float) and k is not None:
+                    raise EncodeError(f"dict key of type {type(k).__qualname__} in an untyped field", format_path(path))
+                nv = self._untyped_to_wire(v, path + (k,), depth + 1)
+                changed |= nv is not v
+                out[k] = nv
+            return out if changed else value
+        if t is tuple:
+            items = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(value)]
+            return msgspec.msgpack.Ext(wire.EXT_TUPLE, self._encoder.encode(items))
+        if t is torch.Size:
+            return msgspec.msgpack.Ext(wire.EXT_TORCH_SIZE, msgspec.msgpack.encode(list(value)))
+        if isinstance(value, enum.Enum):
+            if _ENUMS_BY_NAME.get(t.__name__) is not t:
+                raise EncodeError(f"enum {t.__qualname__} is not an enum of the schema", format_path(path))
+            return msgspec.msgpack.Ext(wire.EXT_ENUM, msgspec.msgpack.encode([t.__name__, value.value]))
+        if isinstance(value, np.generic):
+            try:
+                metadata, raw = buffers.numpy_scalar_to_wire(value)
+            except TypeError as exc:
+                raise EncodeError(str(exc), format_path(path)) from None
+            meta = msgspec.msgpack.encode(metadata)
+            return msgspec.msgpack.Ext(wire.EXT_NUMPY_SCALAR, b"".join((wire.U32.pack(len(meta)), meta, raw)))
+        if isinstance(value, _TYPED_BUFFERS) or t is Int128:
+            return value  # the enc_hook writes these the same way in any position
+        raise EncodeError(
+            f"{t.__qualname__} in an untyped field would not decode back to {t.__qualname__}",
+            format_path(path),
+        )
+
+    # --- decode -------------------------------------------------------------
+
+    def decode(self, frames: Union[Sequence[Any], bytes, bytearray, memoryview]) -> msgspec.Struct:
+        """The message in ``frames``; :class:`DecodeError` for anything malformed or over the limits."""
+        views = self._frame_views(frames)
+        state = self._state
+        state.views = views
+        state.used = [False] * len(views)
+        state.depth = 0
+        try:
+            msg = self._decoder.decode(views[0])
+        except _ExtFailure as failure:
+            raise self._locate_ext_failure(views[0], failure) from None
+        except DecodeError:
+            raise
+        except msgspec.DecodeError as exc:  # includes ValidationError
+            raise self._named(views[0], str(exc)) from None
+        except RecursionError:
+            raise DecodeError(f"message nested too deeply to decode (limit {self.limits.max_depth})", "$") from None
+        finally:
+            used = state.used
+            state.views = state.used = None
+        unused = [i for i in range(1, len(views)) if not used[i]]
+        if unused:
+            raise DecodeError(f"frame(s) {unused} are not referenced by the message body", "$")
+        return map_positions(msg, self._decode_untyped)
+
+    def _frame_views(self, frames) -> List[memoryview]:
+        if isinstance(frames, (bytes, bytearray, memoryview)):
+            frames = [frames]
+        elif not isinstance(frames, (list, tuple)):
+            raise DecodeError(f"frames must be a list of bytes-like objects, got {type(frames).__qualname__}", "$")
+        if not frames:
+            raise DecodeError("no frames", "$")
+        if len(frames) > self.limits.max_frames:
+            raise DecodeError(f"{len(frames)} frames exceed the limit of {self.limits.max_frames}", "$")
+        views = []
+        total = 0
+        for i, frame in enumerate(frames):
+            try:
+                view = memoryview(frame)
+            except TypeError:
+                raise DecodeError(f"frame {i} is a {type(frame).__qualname__}, not bytes-like", "$") from None
+            if view.ndim != 1 or view.itemsize != 1:
+                view = view.cast("B")
+            total += view.nbytes
+            views.append(view)
+        if total > self.limits.max_message_bytes:
+            raise DecodeError(f"message of {total} bytes exceeds the limit of {self.limits.max_message_bytes}", "$")
+        return views
+
+    def _named(self, body, message: str) -> DecodeError:
+        reason, positional = parse_msgspec_path(message)
+        if positional is None:
+            return DecodeError(reason, "$")
+        generic = generic_body(body)
+        try:
+            path = named_path(self._root_type, generic, positional)
+        except Exception:  # a best-effort translation must never hide the real error
+            path = format_path(positional)
+        return DecodeError(reason, path)
+
+    def _locate_ext_failure(self, body, failure: _ExtFailure) -> DecodeError:
+        reason = f"{wire.EXT_NAMES.get(failure.code, f'ext {failure.code}')}: {failure.reason}"
+        generic = generic_body(body)
+        positional = None
+        if generic is not None:
+            positional = locate(
+                generic,
+                lambda v: isinstance(v, msgspec.msgpack.Ext) and v.code == failure.code and v.data == failure.data,
+            )
+        if positional is None:
+            return DecodeError(reason, "$")
+        try:
+            return DecodeError(reason, named_path(self._root_type, generic, list(positional)))
+        except Exception:
+            return DecodeError(reason, format_path(positional))
+
+    def _dec_hook(self, tp: type, obj: Any) -> Any:
+        if isinstance(obj, tp):
+            return obj
+        if tp is Int128 and type(obj) is int:
+            return Int128(obj)
+        raise TypeError(f"Expected `{tp.__qualname__}`, got `{type(obj).__qualname__}`")
+
+    def _ext_hook(self, code: int, data: memoryview) -> Any:
+        try:
+            return self._ext_value(code, data)
+        except (_ExtFailure, DecodeError):
+            raise
+        except RecursionError:
+            raise _ExtFailure(code, bytes(data), "nested too deeply") from None
+        except Exception as exc:  # every hostile payload becomes a located DecodeError
+            raise _ExtFailure(code, bytes(data), str(exc) or type(exc).__name__) from None
+
+    def _ext_value(self, code: int, data: memoryview) -> Any:
+        limits = self.limits
+        if code in (wire.EXT_TORCH_TENSOR, wire.EXT_NDARRAY, wire.EXT_ARRAY):
+            metadata, raw = _split_buffer(data)
+            return self._build_buffer(code, metadata, raw, writable=False)
+        if code in (wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY, wire.EXT_OOB_ARRAY):
+            metadata, index = _split_out_of_band(data)
+            views, used = self._state.views, self._state.used
+            if not 1 <= index < len(views):
+                raise ValueError(f"refers to frame {index}, but the message has {len(views)} frame(s)")
+            if used[index]:
+                raise ValueError(f"frame {index} is referenced twice")
+            used[index] = True
+            raw = views[index]
+            return self._build_buffer(code - wire.OUT_OF_BAND_OFFSET, metadata, raw, writable=not raw.readonly)
+        if code == wire.EXT_TUPLE:
+            state = self._state
+            state.depth += 1
+            try:
+                if state.depth > limits.max_depth:
+                    raise ValueError(f"tuples nested deeper than {limits.max_depth}")
+                items = self._untyped_decoder.decode(data)
+            finally:
+                state.depth -= 1
+            if type(items) is not list:
+                raise ValueError("tuple payload is not an array")
+            return tuple(items)
+        if code == wire.EXT_TORCH_SIZE:
+            dims = msgspec.msgpack.decode(data)
+            if type(dims) is not list or len(dims) > 64 or not all(type(d) is int and d >= 0 for d in dims):
+                raise ValueError("torch.Size payload is not an array of non-negative ints")
+            return torch.Size(dims)
+        if code == wire.EXT_NUMPY_SCALAR:
+            metadata, raw = _split_buffer(data)
+            return buffers.numpy_scalar_from_wire(metadata, raw)
+        if code == wire.EXT_BIGINT:
+            if not 1 <= len(data) <= wire.BIGINT_MAX_BYTES:
+                raise ValueError(f"big integer of {len(data)} bytes (1 to {wire.BIGINT_MAX_BYTES} allowed)")
+            return int.from_bytes(data, "big", signed=True)
+        if code == wire.EXT_ENUM:
+            payload = msgspec.msgpack.decode(data)
+            if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not str:
+                raise ValueError("enum payload is not [name, value]")
+            cls = _ENUMS_BY_NAME.get(payload[0])
+            if cls is None:
+                raise ValueError(f"{payload[0]!r:.60} is not an enum of the schema")
+            return cls(payload[1])
+        if code in (wire.EXT_SGLANG_SHM_POINTER, wire.EXT_SGLANG_CUDA_IPC):
+            raise ValueError("process-local handles are not accepted by the reference codec")
+        raise ValueError(f"unknown ext code {code}")
+
+    def _build_buffer(self, code: int, metadata: object, raw: memoryview, writable: bool) -> Any:
+        if code == wire.EXT_TORCH_TENSOR:
+            return buffers.tensor_from_wire(metadata, raw, writable, self.limits, self.map_location)
+        if code == wire.EXT_NDARRAY:
+            return buffers.ndarray_from_wire(metadata, raw, writable, self.limits)
+        return buffers.array_from_wire(metadata, raw, self.limits)
+
+    def _decode_untyped(self, kind: str, value: object, path: Tuple) -> object:
+        if kind == "opaque":
+            if not isinstance(value, PickleWrapper):
+                return value
+            if not self.allow_pickle:
+                raise DecodeError(
+                    "pickled payload refused (a PickleWrapper; build the codec with allow_pickle=True to accept it)",
+                    format_path(path),
+                )
+            try:
+                return pickle.loads(value.data)
+            except Exception as exc:
+                raise DecodeError(f"pickled payload failed to unpickle: {exc}", format_path(path)) from None
+        _check_depth(value, path, 0, self.limits.max_depth)
+        return value
+
+
+def _check_depth(value: object, path: Tuple, depth: int, limit: int) -> None:
+    if depth > limit:
+        raise DecodeError(f"untyped value nested deeper than {limit}", format_path(path))
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if isinstance(v, (list, tuple, dict)):
+                _check_depth(v, path + (i,), depth + 1, limit)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, (list, tuple, dict)):
+                _check_depth(v, path + (k,), depth + 1, limit)
+
+
+def _bigint_bytes(value: int) -> bytes:
+    return value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True)
+
+
+def _split_buffer(data: memoryview) -> Tuple[object, memoryview]:
+    if len(data) < wire.U32.size:
+        raise ValueError("buffer payload is shorter than its metadata length prefix")
+    (size,) = wire.U32.unpack_from(data)
+    end = wire.U32.size + size
+    if end > len(data):
+        raise ValueError(f"metadata length {size} runs past the end of the {len(data)}-byte payload")
+    return msgspec.msgpack.decode(data[wire.U32.size : end]), data[end:]
+
+
+def _split_out_of_band(data: memoryview) -> Tuple[object, int]:
+    metadata, rest = _split_buffer(data)
+    if len(rest) != wire.U32.size:
+        raise ValueError(f"out-of-band payload must end in a 4-byte frame index, found {len(rest)} bytes")
+    return metadata, wire.U32.unpack(rest)[0]
+
+

@@ -1,0 +1,60 @@
+"""The pickle baseline: what the engine did before msgpack, behind the codec interface."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, List, Sequence, Union
+
+from .errors import DecodeError
+
+__all__ = ["PickleCodec"]
+
+
+class PickleCodec:
+    """``socket.send_pyobj`` semantics, as frames.
+
+    ``PickleCodec()`` pickles with ``pickle.HIGHEST_PROTOCOL`` into one frame,
+    as pyzmq's ``send_pyobj`` does. ``PickleCodec(out_of_band=True)`` uses
+    protocol 5 and sends every ``PickleBuffer`` (numpy arrays, for instance)
+    as its own frame, without copying it.
+
+    This is the *baseline*, not a safe codec: ``decode`` runs ``pickle.loads``,
+    which executes whatever the sender chose. Failures are reported as
+    :class:`~reference_codec.DecodeError` so that the suite can compare error
+    behaviour, not because pickle is safe on bad input.
+    """
+
+    wire_compatible = False
+    decode_error = DecodeError
+
+    def __init__(self, *, out_of_band: bool = False):
+        if not isinstance(out_of_band, bool):
+            raise TypeError(f"out_of_band must be a bool, got {out_of_band!r}")
+        self.out_of_band = out_of_band
+        self.name = "pickle-oob" if out_of_band else "pickle"
+
+    def __repr__(self) -> str:
+        return "PickleCodec(out_of_band=True)" if self.out_of_band else "PickleCodec()"
+
+    def encode(self, msg: Any) -> List[Union[bytes, memoryview]]:
+        if not self.out_of_band:
+            return [pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)]
+        buffers: List[pickle.PickleBuffer] = []
+        body = pickle.dumps(msg, protocol=5, buffer_callback=buffers.append)
+        return [body, *(b.raw() for b in buffers)]
+
+    def decode(self, frames: Union[Sequence[Any], bytes, bytearray, memoryview]) -> Any:
+        if isinstance(frames, (bytes, bytearray, memoryview)):
+            frames = [frames]
+        if not frames:
+            raise DecodeError("no frames", "$")
+        try:
+            if self.out_of_band:
+                return pickle.loads(frames[0], buffers=frames[1:])
+            if len(frames) != 1:
+                raise DecodeError(f"expected 1 frame, got {len(frames)}", "$")
+            return pickle.loads(frames[0])
+        except DecodeError:
+            raise
+        except Exception as exc:
+            raise DecodeError(f"unpickling failed: {type(exc).__name__}: {exc}", "$") from None

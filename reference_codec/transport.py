@@ -1,0 +1,108 @@
+"""Send and receive messages over pyzmq sockets with any codec, as multipart frames.
+
+Every codec (reference, pickle, plug-ins) produces a list of frames; one
+message is one ZeroMQ multipart message, so frames of different senders can
+never interleave inside a message.
+
+Large frames go out with ``copy=False``: ZeroMQ reads the tensor's own memory
+while the message is in flight. Returning before ZeroMQ is done with that
+memory is the bug that gives "trailing characters" decode errors when the
+sender reuses its buffer, so :func:`send` waits until every zero-copy frame
+has been released (``wait=True``, the default) and only then returns. Pass
+``wait=False`` to get the :class:`zmq.MessageTracker` instead and keep the
+buffers untouched until ``tracker.done``.
+
+Received frames are ZeroMQ frames owned by the receiver (``copy=False``), so
+the reference codec decodes out-of-band buffers in place, with no copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, List, Optional, Protocol
+
+import zmq
+import zmq.asyncio
+
+__all__ = ["Codec", "send", "recv", "async_send", "async_recv", "ZERO_COPY_THRESHOLD"]
+
+#: Frames at least this large are sent without copying (pyzmq copies smaller ones anyway).
+ZERO_COPY_THRESHOLD = 64 * 1024
+
+
+class Codec(Protocol):
+    def encode(self, msg: Any) -> List[Any]: ...
+
+    def decode(self, frames: List[Any]) -> Any: ...
+
+
+def _needs_tracking(frames: List[Any], threshold: int) -> bool:
+    return any(memoryview(f).nbytes >= threshold for f in frames)
+
+
+def send(
+    socket: zmq.Socket,
+    msg: Any,
+    codec: Codec,
+    *,
+    flags: int = 0,
+    wait: bool = True,
+    timeout: Optional[float] = None,
+    zero_copy_threshold: int = ZERO_COPY_THRESHOLD,
+) -> Optional[zmq.MessageTracker]:
+    """Encode ``msg`` with ``codec`` and send it as one multipart message.
+
+    With ``wait=True`` returns once ZeroMQ no longer needs any zero-copy
+    frame (``zmq.NotDone`` after ``timeout`` seconds); with ``wait=False``
+    returns the tracker, or ``None`` when every frame was copied.
+    """
+    frames = codec.encode(msg)
+    if not _needs_tracking(frames, zero_copy_threshold):
+        socket.send_multipart(frames, flags=flags, copy=True)
+        return None
+    tracker = socket.send_multipart(frames, flags=flags, copy=False, track=True)
+    if wait:
+        tracker.wait(timeout)
+        return None
+    return tracker
+
+
+def recv(socket: zmq.Socket, codec: Codec, *, flags: int = 0) -> Any:
+    """Receive one multipart message and decode it with ``codec`` (its decode error propagates)."""
+    frames = socket.recv_multipart(flags=flags, copy=False)
+    return codec.decode(frames)
+
+
+async def async_send(
+    socket: zmq.asyncio.Socket,
+    msg: Any,
+    codec: Codec,
+    *,
+    flags: int = 0,
+    wait: bool = True,
+    timeout: Optional[float] = None,
+    zero_copy_threshold: int = ZERO_COPY_THRESHOLD,
+) -> Optional[zmq.MessageTracker]:
+    """:func:`send` for asyncio sockets; waiting for the tracker never blocks the loop."""
+    frames = codec.encode(msg)
+    if not _needs_tracking(frames, zero_copy_threshold):
+        await socket.send_multipart(frames, flags=flags, copy=True)
+        return None
+    tracker = await socket.send_multipart(frames, flags=flags, copy=False, track=True)
+    if not wait:
+        return tracker
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    delay = 0.0001
+    while not tracker.done:
+        if deadline is not None and loop.time() >= deadline:
+            raise zmq.NotDone("zero-copy frames still in flight")
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.01)
+    return None
+
+
+async def async_recv(socket: zmq.asyncio.Socket, codec: Codec, *, flags: int = 0) -> Any:
+    """:func:`recv` for asyncio sockets."""
+    frames = await socket.recv_multipart(flags=flags, copy=False)
+    return codec.decode(frames)
