@@ -137,6 +137,9 @@ class ReferenceCodec:
         elif isinstance(exc, OverflowError):
             path = locate(msg, lambda v: type(v) is int and not _INT_MIN <= v <= _UINT_MAX)
             exc = TypeError(f"integer out of msgpack's 64-bit range ({exc})")
+        elif isinstance(exc, UnicodeEncodeError):
+            path = locate(msg, lambda v: isinstance(v, str) and not _is_utf8(v))
+            exc = TypeError(f"text that is not valid UTF-8 (msgpack str must be; {exc.reason})")
         else:
             path = None
         return EncodeError(str(exc), format_path(path) if path is not None else "$")
@@ -410,8 +413,18 @@ def _check_depth(value: object, path: Tuple, depth: int, limit: int) -> None:
                 _check_depth(v, path + (k,), depth + 1, limit)
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _bigint_bytes(value: int) -> bytes:
-    return value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True)
+    """Minimal signed big-endian bytes: -(2**127) and 2**127 - 1 both take 16."""
+    magnitude = value if value >= 0 else ~value
+    return value.to_bytes(magnitude.bit_length() // 8 + 1, "big", signed=True)
 
 
 def _split_buffer(data: memoryview) -> Tuple[object, memoryview]:

@@ -63,8 +63,13 @@ def _struct_node(cls: type) -> Optional[Node]:
     return Node("struct", structs={cls: Node("fields")}) if plan_for(cls) else None
 
 
+def _is_untyped(t: mi.Type) -> bool:
+    # msgspec reports ``Any`` as AnyType but a bare ``object`` annotation as CustomType(object).
+    return isinstance(t, mi.AnyType) or (isinstance(t, mi.CustomType) and t.cls is object)
+
+
 def _node(t: mi.Type) -> Optional[Node]:
-    if isinstance(t, mi.AnyType):
+    if _is_untyped(t):
         return ANY
     if isinstance(t, mi.StructType):
         return _struct_node(t.cls)
@@ -86,7 +91,7 @@ def _node(t: mi.Type) -> Optional[Node]:
         structs: Dict[type, Node] = {}
         other: Optional[Node] = None
         for arm in t.types:
-            if isinstance(arm, mi.AnyType):
+            if _is_untyped(arm):
                 return ANY
             if isinstance(arm, mi.StructType):
                 node = _struct_node(arm.cls)

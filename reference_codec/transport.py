@@ -62,7 +62,7 @@ def send(
         return None
     tracker = socket.send_multipart(frames, flags=flags, copy=False, track=True)
     if wait:
-        tracker.wait(timeout)
+        tracker.wait(-1 if timeout is None else timeout)
         return None
     return tracker
 

@@ -105,3 +105,18 @@ def flush_cache() -> s.FlushCacheReqInput:
 
 
 __all__ = ["minimal", "batch_token_id_output", "flush_cache", "msgspec"]
+
+
+def tensor_ext(metadata, raw: bytes, code: int = 2) -> msgspec.msgpack.Ext:
+    """A buffer ext built by hand, to put bytes on the wire that no encoder would write."""
+    meta = msgspec.msgpack.encode(metadata)
+    return msgspec.msgpack.Ext(code, len(meta).to_bytes(4, "big") + meta + raw)
+
+
+def body_with_feature(value) -> bytes:
+    """The wire body of a message whose untyped ``mm_items[0].feature`` is ``value``, encoded verbatim."""
+    from reference_codec import schema as s
+
+    msg = minimal(s.TokenizedEmbeddingReqInput)
+    msg.mm_inputs = s.MultimodalProcessorOutput(mm_items=[s.MultimodalDataItem(modality=s.Modality.IMAGE, feature=value)])
+    return msgspec.msgpack.encode(msg)

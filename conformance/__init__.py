@@ -1,0 +1,1 @@
+"""Conformance suite for IPC codecs: the equivalence contract, properties and runner."""

@@ -1,0 +1,46 @@
+"""Cached primitive strategies for use inside composite draws.
+
+A strategy built inside a draw is validated and analysed afresh every time
+(tens of microseconds each); these constructors hand back one shared instance
+per distinct argument tuple instead, which keeps a message of several hundred
+draws fast.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Hashable, Tuple
+
+import hypothesis.strategies as st
+
+__all__ = ["ints", "exact_binary", "choice", "lists_of", "or_none"]
+
+
+@functools.lru_cache(maxsize=None)
+def ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """``st.integers(lo, hi)``. Shrinks toward ``lo`` (or 0 when in range)."""
+    return st.integers(lo, hi)
+
+
+@functools.lru_cache(maxsize=4096)
+def exact_binary(size: int) -> st.SearchStrategy[bytes]:
+    """``st.binary`` of exactly ``size`` bytes. Shrinks toward zero bytes."""
+    return st.binary(min_size=size, max_size=size)
+
+
+@functools.lru_cache(maxsize=None)
+def choice(options: Tuple[Hashable, ...]) -> st.SearchStrategy:
+    """``st.sampled_from(options)``. Shrinks toward the first option."""
+    return st.sampled_from(options)
+
+
+@functools.lru_cache(maxsize=None)
+def lists_of(items: st.SearchStrategy, min_size: int, max_size: int) -> st.SearchStrategy[list]:
+    """``st.lists(items, min_size=..., max_size=...)``. Shrinks toward the shortest list."""
+    return st.lists(items, min_size=min_size, max_size=max_size)
+
+
+@functools.lru_cache(maxsize=None)
+def or_none(value: st.SearchStrategy) -> st.SearchStrategy:
+    """``st.one_of(st.none(), value)``. Shrinks toward ``None``."""
+    return st.one_of(st.none(), value)
