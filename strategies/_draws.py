@@ -13,7 +13,9 @@ from typing import Hashable, Tuple
 
 import hypothesis.strategies as st
 
-__all__ = ["ints", "exact_binary", "choice", "lists_of", "or_none"]
+from ._public import named_composite
+
+__all__ = ["ints", "exact_binary", "choice", "lists_of", "or_none", "union"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,7 +42,25 @@ def lists_of(items: st.SearchStrategy, min_size: int, max_size: int) -> st.Searc
     return st.lists(items, min_size=min_size, max_size=max_size)
 
 
-@functools.lru_cache(maxsize=None)
 def or_none(value: st.SearchStrategy) -> st.SearchStrategy:
-    """``st.one_of(st.none(), value)``. Shrinks toward ``None``."""
-    return st.one_of(st.none(), value)
+    """``None`` or ``value``, half the time each. Shrinks toward ``None``."""
+    return union((_NONE, value))
+
+
+_NONE = st.none()
+
+
+@named_composite("union")
+def _union(draw, branches: Tuple[st.SearchStrategy, ...]):
+    return draw(branches[draw(ints(0, len(branches) - 1))])
+
+
+@functools.lru_cache(maxsize=None)
+def union(branches: Tuple[st.SearchStrategy, ...]) -> st.SearchStrategy:
+    """One of ``branches``, each with equal probability. Shrinks toward the first.
+
+    Unlike ``st.one_of``, which flattens nested ``one_of`` branches into one
+    list (so an arm built from three alternatives is drawn three times as
+    often as a plain one), every arm of a schema union gets an equal share.
+    """
+    return branches[0] if len(branches) == 1 else _union(branches=branches)

@@ -52,7 +52,7 @@ from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN, UINT64_MAX, Int128
 
-from ._draws import or_none
+from ._draws import or_none, union
 from ._public import check_bool, named_composite
 from .batches import batch_sizes, per_request, request_ids
 from .registry import DEFAULT_REGISTRY, SemanticRegistry
@@ -513,11 +513,11 @@ class _Builder:
         branches += [self.type_strategy(a, depth) for a in plain]
         carriers = [a.cls for a in arms if a not in plain]
         if carriers:
-            inner = st.one_of([self.type_strategy(a, depth) for a in plain]) if plain else untyped_values()
+            inner = union(tuple(self.type_strategy(a, depth) for a in plain)) if plain else untyped_values()
             branches += [_pickled(cls, inner) for cls in carriers]
         if not branches:
             raise InvalidArgument(f"union {t!r} has no arm to generate")
-        return st.one_of(branches)
+        return union(tuple(branches))
 
 
 def _times(multiple: int, k: int) -> int:

@@ -158,7 +158,7 @@ def observe(value: msgspec.Struct, record: Set[Observation], *, pickle_wrappers:
         if isinstance(t, mi.Metadata):
             walk(v, t.type, owner, position)
         elif isinstance(t, mi.UnionType):
-            has_none, arms = union_arms(t, pickle_wrappers=True)
+            has_none, arms = union_arms(t, pickle_wrappers=pickle_wrappers)
             if v is None:
                 record.add((owner, position, NONE))
                 return

@@ -68,7 +68,7 @@ from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN
 
-from ._draws import choice, exact_binary, ints, lists_of, or_none
+from ._draws import choice, exact_binary, ints, lists_of, or_none, union
 from ._public import check_choice, check_int, check_optional_bool, named_composite
 from .batches import DISTINCT_REQUESTS, repeat_rows
 from .builder import FieldContext, union_arms
@@ -97,6 +97,7 @@ __all__ = [
 
 _ints = ints
 _BOOLS = st.booleans()
+_NONE = st.none()
 
 
 def _rare(draw, one_in: int = 8) -> bool:
@@ -185,7 +186,7 @@ def _filled_like(draw, template: Any, t: mi.Type, leaf: st.SearchStrategy, outer
 
 @functools.lru_cache(maxsize=None)
 def _or_none(leaf: st.SearchStrategy) -> st.SearchStrategy:
-    return st.one_of(leaf, st.none())
+    return union((leaf, st.none()))
 
 
 def _fill(draw, template, t, leaf, outer):
@@ -336,9 +337,10 @@ def _logprobs_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
         return None
     levels, leaf_kind = shape
     leaf = _LOGPROBS if leaf_kind == "float" else _TOKEN_IDS
-    partner = ctx.values.get(_partner_name(ctx.name) or "")
-    if partner is not None:
-        return _filled_like(template=partner, t=ctx.type, leaf=leaf)
+    partner_name = _partner_name(ctx.name)
+    if partner_name in ctx.values:
+        partner = ctx.values[partner_name]
+        return _NONE if partner is None else _filled_like(template=partner, t=ctx.type, leaf=leaf)
     rows = _cached_logprob_rows(
         levels=levels,
         leaf=leaf,

@@ -1,0 +1,144 @@
+"""Adapter: SGLang 0.5.23's own msgpack codec, driven with reference messages.
+
+``SGLangCodec.encode`` converts a reference message into SGLang's class of the
+same name (recursively: nested structs by name, enums by member name), does
+what SGLang's senders do to opaque fields (``wrap_as_pickle`` on
+``time_stats`` and ``customized_info``), and calls SGLang's
+``msgpack_encode``. ``decode`` calls ``msgpack_decode``, unwraps opaque fields
+as SGLang's receivers do (``pickle.loads``), and converts back to the
+reference classes. The conversion changes no value: containers, tensors,
+arrays and scalars pass through untouched, so every difference the suite
+finds is SGLang's codec (or its struct hooks such as ``__post_init__``).
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import pickle
+from typing import Any, Dict, List
+
+import msgspec
+
+from reference_codec import schema as ref
+
+__all__ = ["SGLangCodec", "sglang_available", "SGLANG_VERSION"]
+
+SGLANG_VERSION = "0.5.23"
+
+# Modules whose namespaces hold the SGLang classes that reference classes mirror.
+_SGLANG_MODULES = (
+    "sglang.srt.managers.io_struct",
+    "sglang.srt.managers.schedule_batch",
+    "sglang.srt.multimodal.modality",
+    "sglang.srt.utils.weight_versions",
+    "sglang.srt.managers.kv_hints",
+    "sglang.srt.sampling.watermarking.core",
+    "sglang.srt.sampling.sampling_mask",
+    "sglang.srt.beam_search.types",
+    "sglang.srt.lora.lora_registry",
+    "sglang.srt.managers.embed_types",
+)
+_OPAQUE = ("time_stats", "customized_info")
+
+
+def sglang_available() -> bool:
+    try:
+        importlib.import_module("sglang.srt.managers.io_struct")
+    except Exception:
+        return False
+    return True
+
+
+def _reference_classes() -> Dict[str, type]:
+    table = {cls.__name__: cls for cls in ref.MESSAGE_TYPES.values()}
+    for cls in ref.NESTED_TYPES + ref.ENUM_TYPES:
+        table[cls.__name__] = cls
+    return table
+
+
+class SGLangCodec:
+    """SGLang 0.5.23's ``msgpack_encode``/``msgpack_decode`` behind the codec interface."""
+
+    name = "sglang"
+    wire_compatible = True
+    out_of_band = False
+
+    def __init__(self) -> None:
+        try:
+            self._io = importlib.import_module("sglang.srt.managers.io_struct")
+        except Exception as exc:
+            raise RuntimeError(
+                "SGLang is not importable here; install it with `tox -e sglang` "
+                f"(sglang=={SGLANG_VERSION} without its GPU-only dependencies): {exc}"
+            ) from exc
+        version = getattr(importlib.import_module("sglang"), "__version__", None)
+        if version not in (None, SGLANG_VERSION):
+            raise RuntimeError(f"the adapter targets SGLang {SGLANG_VERSION}, found {version}")
+        self._theirs: Dict[str, type] = {}
+        for module_name in _SGLANG_MODULES:
+            module = importlib.import_module(module_name)
+            for name, obj in vars(module).items():
+                if isinstance(obj, type) and (issubclass(obj, (msgspec.Struct, enum.Enum))):
+                    self._theirs.setdefault(name, obj)
+        self._ours = _reference_classes()
+
+    #: SGLang raises ``msgspec.DecodeError`` for what it detects; anything else
+    #: escaping ``decode`` on bad input is a finding of the bad-input property.
+    decode_error = msgspec.DecodeError
+
+    def __repr__(self) -> str:
+        return f"SGLangCodec(sglang=={SGLANG_VERSION})"
+
+    # --- conversion ---------------------------------------------------------
+
+    def to_sglang(self, value: Any) -> Any:
+        """A reference value rebuilt with SGLang's classes (structs and enums by name)."""
+        return self._convert(value, self._theirs, to_sglang=True)
+
+    def to_reference(self, value: Any) -> Any:
+        """An SGLang value rebuilt with the reference classes."""
+        return self._convert(value, self._ours, to_sglang=False)
+
+    def _convert(self, value: Any, table: Dict[str, type], to_sglang: bool) -> Any:
+        t = type(value)
+        if isinstance(value, msgspec.Struct):
+            target = table.get(t.__name__)
+            if target is None:
+                return value  # a reference-only struct (time stats) travels pickled, as itself
+            kwargs = {}
+            for field in value.__struct_fields__:
+                item = getattr(value, field)
+                if field in _OPAQUE and to_sglang and item is not None and not isinstance(item, ref.PickleWrapper):
+                    kwargs[field] = self._io.wrap_as_pickle(item)
+                elif field in _OPAQUE and not to_sglang and item is not None and type(item).__name__ == "PickleWrapper":
+                    kwargs[field] = pickle.loads(item.data)  # what SGLang's receivers do
+                else:
+                    kwargs[field] = self._convert(item, table, to_sglang)
+            return target(**kwargs)
+        if isinstance(value, enum.Enum):
+            target = table.get(t.__name__)
+            return target[value.name] if target is not None else value
+        if t is list:
+            return [self._convert(v, table, to_sglang) for v in value]
+        if t is tuple:
+            return tuple(self._convert(v, table, to_sglang) for v in value)
+        if t is dict:
+            return {self._convert(k, table, to_sglang): self._convert(v, table, to_sglang) for k, v in value.items()}
+        if t is set:
+            return {self._convert(v, table, to_sglang) for v in value}
+        return value
+
+    # --- codec interface ----------------------------------------------------
+
+    def encode(self, msg: Any) -> List[bytes]:
+        return [self._io.msgpack_encode(self.to_sglang(msg))]
+
+    def decode(self, frames: Any) -> Any:
+        if isinstance(frames, (bytes, bytearray, memoryview)):
+            frames = [frames]
+        if len(frames) != 1:
+            raise msgspec.DecodeError(f"SGLang's codec reads exactly one frame, got {len(frames)}")
+        return self.to_reference(self._io.msgpack_decode(bytes(frames[0])))
+
+
