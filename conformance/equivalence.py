@@ -943,7 +943,11 @@ def _tensor_bytes(t: torch.Tensor) -> torch.Tensor:
     t = t.detach()
     if t.layout is not torch.strided:
         t = t.to_dense()
-    return t.resolve_conj().resolve_neg().contiguous().reshape(-1).view(torch.uint8)
+    flat = t.resolve_conj().resolve_neg().contiguous().reshape(-1)
+    if flat.numel() and flat.stride(0) != 1:
+        # torch deems size-1 tensors contiguous whatever their stride; a byte view needs 1.
+        flat = torch.empty_like(flat, memory_format=torch.contiguous_format).copy_(flat)
+    return flat.view(torch.uint8)
 
 
 def _tensor_layout(t: torch.Tensor) -> Tuple[Any, ...]:

@@ -83,7 +83,12 @@ def tensor_to_wire(tensor: torch.Tensor) -> Tuple[list, memoryview]:
     host = host.resolve_conj().resolve_neg().contiguous()
     if host.numel() == 0:
         return metadata, _EMPTY
-    return metadata, memoryview(host.reshape(-1).view(torch.uint8).numpy())
+    flat = host.reshape(-1)
+    if flat.stride(0) != 1:
+        # torch calls a tensor with size-1 dimensions contiguous whatever their
+        # strides, so a one-element slice can keep stride 2; a byte view needs 1.
+        flat = flat.clone(memory_format=torch.contiguous_format)
+    return metadata, memoryview(flat.view(torch.uint8).numpy())
 
 
 def tensor_from_wire(
@@ -123,8 +128,10 @@ def ndarray_to_wire(values: np.ndarray) -> Tuple[list, memoryview]:
     if type(values) is not np.ndarray:
         raise TypeError(f"ndarray subclass {type(values).__qualname__} would arrive as a plain numpy.ndarray")
     dtype_wire = numpy_dtype_to_wire(values.dtype)
-    values = np.ascontiguousarray(values)
-    return [list(values.shape), dtype_wire], _byte_view(values)
+    shape = list(values.shape)
+    if not values.flags.c_contiguous:
+        values = values.copy(order="C")  # not ascontiguousarray: it turns 0-d arrays into 1-d
+    return [shape, dtype_wire], _byte_view(values)
 
 
 def ndarray_from_wire(metadata: object, raw: memoryview, writable: bool, limits: DecodeLimits) -> np.ndarray:

@@ -273,7 +273,9 @@ class ReferenceCodec:
                 view = memoryview(frame)
             except TypeError:
                 raise DecodeError(f"frame {i} is a {type(frame).__qualname__}, not bytes-like", "$") from None
-            if view.ndim != 1 or view.itemsize != 1:
+            if view.ndim != 1 or view.itemsize != 1 or not view.c_contiguous:
+                if not view.c_contiguous:
+                    raise DecodeError(f"frame {i} is not a contiguous byte buffer", "$")
                 view = view.cast("B")
             total += view.nbytes
             views.append(view)

@@ -26,6 +26,11 @@ class PickleCodec:
 
     wire_compatible = False
     decode_error = DecodeError
+    #: Declared for the conformance suite: ``decode`` runs ``pickle.loads``.
+    executes_code_on_decode = True
+    #: Pickle's memo makes bytes depend on object identity, not only value:
+    #: a decoded copy can re-encode to different bytes for the same value.
+    byte_stable = False
 
     def __init__(self, *, out_of_band: bool = False):
         if not isinstance(out_of_band, bool):

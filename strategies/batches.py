@@ -36,7 +36,7 @@ def _large(limit: int) -> st.SearchStrategy[int]:
 
 
 @named_composite("batch_sizes")
-def _batch_sizes(draw, max_size: Optional[int]) -> int:
+def _batch_sizes(draw, max_size: Optional[int] = None) -> int:
     limit = large_batch_limit() if max_size is None else max_size
     kind = draw(ints(0, 3))
     if kind == 0 or limit == 0:
@@ -55,7 +55,7 @@ def batch_sizes(*, max_size: Optional[int] = None) -> st.SearchStrategy[int]:
     """
     if max_size is not None:
         check_int(max_size, "max_size", min_value=0)
-    return _cached_batch_sizes(max_size=max_size)
+    return _cached_batch_sizes() if max_size is None else _cached_batch_sizes(max_size=max_size)
 
 
 _cached_batch_sizes = functools.lru_cache(maxsize=None)(_batch_sizes)

@@ -17,7 +17,7 @@ builder reads the inspected type instead and honours:
   :class:`~reference_codec.schema.Int128` (full 128-bit range), and
   ``object``/``Any`` (see :mod:`strategies.untyped`); any other custom class
   must have a strategy registered with ``st.register_type_strategy``;
-* defaults: a field with a default is left unset a quarter of the time.
+* defaults: a field with a default is left unset an eighth of the time.
 
 Two things the types cannot say come from elsewhere:
 
@@ -52,9 +52,9 @@ from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN, UINT64_MAX, Int128
 
-from ._draws import or_none, union
+from ._draws import ints, or_none, union
 from ._public import check_bool, named_composite
-from .batches import batch_sizes, per_request, request_ids
+from .batches import DISTINCT_REQUESTS, batch_sizes, per_request, request_ids
 from .registry import DEFAULT_REGISTRY, SemanticRegistry
 from .tensors import ndarrays, tensors
 from .untyped import untyped_values
@@ -75,9 +75,16 @@ __all__ = [
 MAX_DEPTH = 10
 #: Batch sizes for batch structs nested inside another message.
 _NESTED_BATCH_MAX = 3
+#: Distinct entries drawn for a per-request list of structs (see batches).
+_DISTINCT_STRUCTS = 3
 _UNSET = object()
-_QUARTER = st.integers(0, 3)
-_TENTH = st.integers(0, 9)
+_EIGHTH = st.integers(0, 7)
+# A defaulted field is left unset when _EIGHTH draws this. Not 0: Hypothesis
+# draws the simplest choice (0) far more often than chance and in runs, and
+# "unset" on 0 would tie every unset field to every other simplest outcome
+# (an empty batch, the None arm) in the same examples.
+_LEAVE_DEFAULT = 7
+_NONE = st.none()
 
 
 def is_pickle_carrier(cls: type) -> bool:
@@ -157,6 +164,15 @@ class _FieldPlan:
         if self.default_factory is not msgspec.NODEFAULT:
             return self.default_factory()
         return self.default
+
+
+def _default_fits(fp: _FieldPlan, n: Optional[int]) -> bool:
+    """Whether leaving ``fp`` at its default keeps a batch consistent (a per-request
+    list defaulting to ``[]`` does not, unless the batch is empty)."""
+    if not fp.parallel or n is None:
+        return True
+    default = fp.default_value()
+    return default is None or len(default) == n
 
 
 @dataclass(frozen=True)
@@ -247,6 +263,11 @@ class FieldContext:
         return self._plan.parallel and self.batch_size is not None
 
     @property
+    def pickle_wrappers(self) -> bool:
+        """Whether opaque pickle carriers may be drawn (``from_struct(pickle_wrappers=True)``)."""
+        return self._builder.options.pickle_wrappers
+
+    @property
     def optional(self) -> bool:
         """Whether the field's type admits ``None``."""
         return isinstance(self.type, mi.UnionType) and any(isinstance(a, mi.NoneType) for a in self.type.types)
@@ -269,23 +290,40 @@ class FieldContext:
             raise InvalidArgument(f"{self.owner.__qualname__}.{self.name} is not in a batch struct")
         return per_request(items, self.batch_size)
 
-    def mostly(self, semantic: st.SearchStrategy) -> st.SearchStrategy:
-        """``semantic`` nine times in ten, else :meth:`generic`.
+    def mostly(self, semantic: st.SearchStrategy, t: Optional[mi.Type] = None, *, one_in: int = 10) -> st.SearchStrategy:
+        """``semantic``, except once in ``one_in`` draws the type-driven strategy.
 
-        Semantic strategies draw what an engine sends; the generic tenth keeps
-        every value the declared type admits reachable, because a peer in
-        another language may send any of them. Shrinks toward ``semantic``.
+        The type-driven strategy is :meth:`generic` (the whole field), or
+        :meth:`strategy_for` ``t`` when ``t``, a type nested in the field, is
+        given. Semantic strategies draw what an engine sends; the generic share
+        keeps every value the declared type admits reachable, because a peer
+        in another language may send any of them. Shrinks toward ``semantic``.
         """
-        return _cached_mostly(semantic, self.generic())
+        if not isinstance(one_in, int) or isinstance(one_in, bool) or one_in < 2:
+            raise InvalidArgument(f"one_in must be an int >= 2, got {one_in!r}")
+        return _cached_mostly(semantic, self.generic() if t is None else self.strategy_for(t), one_in)
 
     def with_none(self, value: st.SearchStrategy) -> st.SearchStrategy:
-        """``None`` or ``value`` when the field is optional, else ``value``. Shrinks toward ``None``."""
-        return or_none(value) if self.optional else value
+        """``None`` or ``value`` when the field is optional, else ``value``. Shrinks toward ``None``.
+
+        For a per-request list of an empty batch: ``value`` (``[]``) three
+        times in four, shrinking toward ``[]``, because engines build such
+        lists by iterating over the requests.
+        """
+        if not self.optional:
+            return value
+        return _optional(value, self.batch_size if self.parallel else None)
+
+
+def _optional(value: st.SearchStrategy, batch_size: Optional[int]) -> st.SearchStrategy:
+    if batch_size == 0:
+        return union((value, value, value, _NONE))
+    return or_none(value)
 
 
 @named_composite("mostly")
-def _mostly(draw, semantic: st.SearchStrategy, generic: st.SearchStrategy):
-    return draw(generic if draw(_TENTH) == 9 else semantic)
+def _mostly(draw, semantic: st.SearchStrategy, generic: st.SearchStrategy, one_in: int):
+    return draw(generic if draw(ints(0, one_in - 1)) == one_in - 1 else semantic)
 
 
 _cached_mostly = functools.lru_cache(maxsize=None)(_mostly)
@@ -337,7 +375,7 @@ class _Builder:
         kwargs: Dict[str, Any] = {}
         registry = self.options.registry
         for fp in plan.fields:
-            if not fp.required and draw(_QUARTER) == 0:
+            if not fp.required and _default_fits(fp, n) and draw(_EIGHTH) == _LEAVE_DEFAULT:
                 values[fp.name] = fp.default_value()
                 continue
             strategy = None
@@ -389,8 +427,12 @@ class _Builder:
             if fp.name == self.options.batch_field and isinstance(lst.item_type, mi.StrType):
                 items = request_ids(length)
             else:
-                items = per_request(self.type_strategy(lst.item_type, depth + 2), length)
-            strategy = or_none(items) if optional else items
+                item_type = lst.item_type
+                heavy = isinstance(_strip_optional(item_type)[1], mi.StructType)
+                # A whole request per entry (BatchTokenizedGenerateReqInput.batch)
+                # is large; fewer distinct ones keep the example within budget.
+                items = per_request(self.type_strategy(item_type, depth + 2), length, distinct=_DISTINCT_STRUCTS if heavy else DISTINCT_REQUESTS)
+            strategy = _optional(items, length) if optional else items
         self._fields[key] = (fp, strategy)
         return strategy
 
@@ -565,7 +607,7 @@ def _pickled(draw, carrier: type, inner: st.SearchStrategy):
 def _keyword_class(draw, cls: type, fields: Tuple[Tuple[str, bool, st.SearchStrategy], ...]):
     kwargs = {}
     for name, required, strategy in fields:
-        if required or draw(_QUARTER) != 0:
+        if required or draw(_EIGHTH) != _LEAVE_DEFAULT:
             kwargs[name] = draw(strategy)
     return cls(**kwargs)
 

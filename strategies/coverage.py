@@ -232,8 +232,13 @@ def collect(type_names: Sequence[str], examples: int, pickle_wrappers: bool = Fa
 
 
 def _collect_job(args) -> Tuple[Set[Observation], Dict[str, int]]:
+    import torch
+
     import strategies  # noqa: F401 - loads the profile and the semantic registry in a fresh process
 
+    # Tensors here are tiny: torch's intra-op threads only compete with the
+    # other worker processes for the same cores.
+    torch.set_num_threads(1)
     return collect(*args)
 
 
@@ -312,17 +317,19 @@ def run_coverage(
 
     names = tuple(types) if types else tuple(MESSAGE_TYPES)
     sites = expected_sites([MESSAGE_TYPES[n] for n in names], pickle_wrappers=pickle_wrappers)
-    # Heaviest types first so that the last job to finish is a light one.
-    ordered = sorted(names, key=lambda n: -len(mi.type_info(MESSAGE_TYPES[n]).fields))
+    # Most sites first (a rough measure of cost), handed out one type at a
+    # time, so that no worker is left with the heavy batch messages at the end.
+    weight = {n: len(expected_sites([MESSAGE_TYPES[n]])) for n in names}
+    ordered = sorted(names, key=lambda n: -weight[n])
     observed: Set[Observation] = set()
     drawn: Dict[str, int] = {}
     if jobs <= 1 or len(ordered) <= 1:
         observed, drawn = collect(ordered, examples, pickle_wrappers)
     else:
-        chunks = [ordered[i::jobs] for i in range(jobs)]
         context = multiprocessing.get_context("spawn")  # no fork of a process that has imported torch
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            for obs, counts in pool.map(_collect_job, [(c, examples, pickle_wrappers) for c in chunks if c]):
+            tasks = [((name,), examples, pickle_wrappers) for name in ordered]
+            for obs, counts in pool.map(_collect_job, tasks, chunksize=1):
                 observed |= obs
                 drawn.update(counts)
     return CoverageReport(sites, observed, drawn, names)

@@ -146,18 +146,28 @@ def _sig(ctx: FieldContext) -> str:
     return type_signature(ctx.type)
 
 
-def _shaped(ctx: FieldContext, leaf: st.SearchStrategy, t: Optional[mi.Type] = None, outer: bool = True):
-    """A strategy for ctx's type with ``leaf`` at the bottom: Optional and List
-    levels kept, the outermost list per-request in a batch."""
+def _shaped(
+    ctx: FieldContext, leaf: st.SearchStrategy, t: Optional[mi.Type] = None, outer: bool = True, one_in: int = 10
+):
+    """A strategy for ctx's type with ``leaf`` for its innermost values.
+
+    Optional and List levels of the type are kept (the outermost list
+    per-request in a batch); each innermost value is ``leaf``, except once in
+    ``one_in`` draws any value of its declared type, so that an odd entry
+    (an empty finish-reason dict) can sit among realistic ones.
+    """
     t = ctx.type if t is None else t
     if isinstance(t, mi.UnionType):
         has_none, arms = union_arms(t)
-        inner = _shaped(ctx, leaf, arms[0], outer)
-        return or_none(inner) if has_none else inner
+        if len(arms) == 1:
+            inner = _shaped(ctx, leaf, arms[0], outer, one_in)
+            if not has_none:
+                return inner
+            return ctx.with_none(inner) if outer else or_none(inner)
     if isinstance(t, mi.ListType):
-        items = _shaped(ctx, leaf, t.item_type, False)
+        items = _shaped(ctx, leaf, t.item_type, False, one_in)
         return ctx.per_request(items) if outer and ctx.parallel else lists_of(items, 0, 4)
-    return leaf
+    return ctx.mostly(leaf, t, one_in=one_in)
 
 
 def _shape_of(value: Any) -> Any:
@@ -259,8 +269,8 @@ def _logprob_levels(t: mi.Type) -> Optional[Tuple[int, str]]:
 
 @named_composite("logprob_rows")
 def _logprob_rows(draw, levels: int, leaf: st.SearchStrategy, size: Optional[int], leading_none: bool, optional: bool):
-    if optional and _rare(draw, 6):
-        return None  # the request asked for no logprobs at all
+    if optional and _rare(draw, 4):
+        return None  # no request in the batch asked for logprobs
     n = draw(_ints(0, 4)) if size is None else size
     distinct = min(n, DISTINCT_REQUESTS)
     rows = [_logprob_row(draw, levels, leaf, leading_none) for _ in range(distinct)]
@@ -276,11 +286,11 @@ def _logprob_row(draw, levels: int, leaf: st.SearchStrategy, leading_none: bool)
     length = draw(_ints(0, 4))
     lead = leading_none and length > 0 and draw(_ints(0, 2)) != 0  # else a multi-item scoring row
     if levels == 2:
-        return [None if (i == 0 and lead) else draw(leaf) for i in range(length)]
+        return [None if (i == 0 and lead) or _rare(draw, 16) else draw(leaf) for i in range(length)]
     k = draw(_ints(0, 3))
     row: List[Any] = []
     for i in range(length):
-        if i == 0 and lead:
+        if (i == 0 and lead) or _rare(draw, 16):  # a position without logprobs
             row.append(None)
             continue
         width = draw(_ints(0, 3)) if _rare(draw, 8) else k  # ragged: k changed mid-row
@@ -369,7 +379,7 @@ def _flat_logprobs_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     dtype = "<f4" if values else "<i8"
     if isinstance(partner, list):
         return _flat_like(template=partner, dtype=dtype)
-    row = or_none(ndarrays(dtypes=[dtype], shape=_FLAT_SHAPES, layouts=["contiguous", "sliced"]))
+    row = ndarrays(dtypes=[dtype], shape=_FLAT_SHAPES, layouts=["contiguous", "sliced"])
     return ctx.mostly(_shaped(ctx, row))
 
 
@@ -392,27 +402,25 @@ def _flat_like(draw, template: list, dtype: str):
 def _null_prefix_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     if _sig(ctx) != "O[L[O[int]]]":
         return None
-    return ctx.mostly(_shaped(ctx, or_none(ints(0, 1))))
+    return ctx.mostly(_shaped(ctx, ints(0, 1)))
 
 
 # --- finish reasons and stop strings ------------------------------------------
 
 _ABORT_MESSAGES = st.one_of(st.just("Aborted"), texts(max_size=24))
-_STATUS = st.one_of(st.none(), st.sampled_from([400, 408, 429, 500, 503]), integers_between(INT64_MIN, INT64_MAX))
-_ERR_TYPE = st.one_of(st.none(), st.sampled_from(["BadRequestError", "InternalServerError"]), texts(max_size=12))
+_STATUS = union((st.none(), st.sampled_from([400, 408, 429, 500, 503]), integers_between(INT64_MIN, INT64_MAX)))
+_ERR_TYPE = union((st.none(), st.sampled_from(["BadRequestError", "InternalServerError"]), texts(max_size=12)))
 _STOP_STRINGS = st.one_of(
     st.just(""),
     st.sampled_from(["\n", "</s>", "<|im_end|>", "<|endoftext|>", "###", "🙂", "e\u0301", " "]),
     texts(max_size=8),
 )
-
-
-_TOKEN_ID_LISTS = st.lists(_TOKEN_IDS, max_size=3)
+_TOKEN_ID_LISTS = st.lists(_TOKEN_IDS, min_size=1, max_size=3)
 
 
 @named_composite("finish_reasons")
 def _finish_reasons(draw) -> dict:
-    kind = draw(_ints(0, 4))
+    kind = draw(_ints(0, 5))
     if kind == 0:
         return {"type": "length", "length": draw(integers_between(0, INT64_MAX))}
     if kind == 1:
@@ -420,6 +428,8 @@ def _finish_reasons(draw) -> dict:
     if kind == 2:
         return {"type": "stop", "matched": draw(_TOKEN_ID_LISTS)}
     if kind == 3:
+        return {"type": "stop", "matched": []}
+    if kind == 4:
         return {"type": "stop", "matched": draw(_STOP_STRINGS)}
     return {"type": "abort", "message": draw(_ABORT_MESSAGES), "status_code": draw(_STATUS), "err_type": draw(_ERR_TYPE)}
 
@@ -431,8 +441,8 @@ def finish_reasons() -> st.SearchStrategy[dict]:
     """``BaseFinishReason.to_json()`` dicts, every shape SGLang writes.
 
     ``{"type": "length", "length": int}``; ``{"type": "stop", "matched": x}``
-    with x a token id, a list of token ids (possibly empty) or a stop string
-    (possibly ``""``); ``{"type": "abort", "message": str, "status_code":
+    with x a token id, a list of token ids (sometimes ``[]``) or a stop string
+    (sometimes ``""``); ``{"type": "abort", "message": str, "status_code":
     int | None, "err_type": str | None}``. Shrinks toward a length reason of 0.
     """
     return _FINISH_REASONS
@@ -446,19 +456,9 @@ def stop_strings() -> st.SearchStrategy[str]:
 def _finish_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     if re.fullmatch(r"(O\[)?(L\[)?O\[(D\[str,.*\]|object|any)\](\])?\]?", _sig(ctx)) is None:
         return None
-    return ctx.mostly(_shaped(ctx, or_none(_FINISH_REASONS), _drop_leaf_optional(ctx.type)))
-
-
-def _drop_leaf_optional(t: mi.Type) -> mi.Type:
-    """``t`` with the innermost Optional removed, so ``_shaped`` does not add a second None branch."""
-    if isinstance(t, mi.UnionType):
-        has_none, arms = union_arms(t)
-        if len(arms) == 1 and isinstance(arms[0], mi.ListType):
-            return mi.UnionType(types=(_drop_leaf_optional(arms[0]), mi.NoneType()))
-        return arms[0] if len(arms) == 1 else t
-    if isinstance(t, mi.ListType):
-        return mi.ListType(item_type=_drop_leaf_optional(t.item_type), min_length=t.min_length, max_length=t.max_length)
-    return t
+    # one entry in four from the declared type: odd dicts ({}, unknown keys)
+    # are what a hand-written peer is most likely to get wrong
+    return ctx.mostly(_shaped(ctx, _FINISH_REASONS, one_in=4))
 
 
 def _stop_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
@@ -726,7 +726,7 @@ def _routed_experts_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
         leaf = _routed_experts(as_text=True)
     else:
         return None
-    return ctx.mostly(_shaped(ctx, or_none(leaf), _drop_leaf_optional(ctx.type)))
+    return ctx.mostly(_shaped(ctx, leaf))
 
 
 _POOLED_DTYPES = ("float32", "bfloat16", "float16")
@@ -764,13 +764,13 @@ def _pooled_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
 
 _EMBED_FLOATS = st.one_of(st.floats(-1.0, 1.0, width=32), st.sampled_from(SPECIAL_FLOATS))
 _SPARSE_KEYS = st.one_of(st.integers(0, 262_143), st.sampled_from([INT64_MAX, INT64_MIN, -1]))
-_SPARSE = st.dictionaries(_SPARSE_KEYS, _EMBED_FLOATS, max_size=4)
+_SPARSE = union((st.just({}), st.dictionaries(_SPARSE_KEYS, _EMBED_FLOATS, min_size=1, max_size=4)))
 
 
 @named_composite("embeddings")
 def _embeddings(draw, size: Optional[int]):
     n = draw(_ints(0, 4)) if size is None else size
-    mode = draw(_ints(0, 4))  # dense, multi-vector, sparse, score, mixed
+    mode = draw(_ints(0, 7))  # 0-3: one of dense, multi-vector, sparse, score for all; else mixed
     width = draw(_ints(0, 4))
 
     def one(kind: int):
@@ -822,25 +822,51 @@ def _input_embeds_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
 # --- batch companions: time stats, customized info ------------------------------
 
 
-def _time_stats_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
-    if not ctx.parallel or not isinstance(ctx.type, mi.UnionType):
-        return None
-    _, arms = union_arms(ctx.type)
+def _batch_arms(ctx: FieldContext, per_batch) -> Optional[st.SearchStrategy]:
+    """Every arm of ctx's union, with ``per_batch(arm)`` for the arms it recognises.
+
+    No generic share here: a type-driven draw would not know the batch size.
+    """
+    _, arms = union_arms(ctx.type, pickle_wrappers=ctx.pickle_wrappers)
+    branches, recognised = [], False
     for arm in arms:
-        if isinstance(arm, mi.StructType):
-            fields = mi.type_info(arm.cls).fields
-            if len(fields) == 1 and fields[0].name == "items" and isinstance(fields[0].type, mi.ListType):
-                item = ctx.struct(fields[0].type.item_type.cls) if isinstance(fields[0].type.item_type, mi.StructType) else ctx.strategy_for(fields[0].type.item_type)
-                per_batch = ctx.struct(arm.cls, overrides={"items": ctx.per_request(item)})
-                return ctx.mostly(ctx.with_none(per_batch))
-    return None
+        special = per_batch(arm)
+        recognised |= special is not None
+        branches.append(special if special is not None else ctx.strategy_for(arm))
+    if not recognised:
+        return None
+    return ctx.with_none(union(tuple(branches)))
+
+
+def _time_stats_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
+    """In a batch, ``BatchReqTimeStats``-like arms get one ``items`` entry per request."""
+    if ctx.batch_size is None or not isinstance(ctx.type, mi.UnionType):
+        return None
+
+    def per_batch(arm: mi.Type) -> Optional[st.SearchStrategy]:
+        if not isinstance(arm, mi.StructType):
+            return None
+        fields = mi.type_info(arm.cls).fields
+        if len(fields) != 1 or fields[0].name != "items" or not isinstance(fields[0].type, mi.ListType):
+            return None
+        item_type = fields[0].type.item_type
+        item = ctx.struct(item_type.cls) if isinstance(item_type, mi.StructType) else ctx.strategy_for(item_type)
+        return ctx.struct(arm.cls, overrides={"items": ctx.per_request(item)})
+
+    return _batch_arms(ctx, per_batch)
 
 
 def _customized_info_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
-    if not ctx.parallel or not _sig(ctx).startswith("O[D[str,L[any]]"):
+    """In a batch, every key maps to a list with one entry per request."""
+    if ctx.batch_size is None or not _sig(ctx).startswith("O[D[str,L[any]]"):
         return None
-    info = st.dictionaries(texts(max_size=8), ctx.per_request(untyped_values(max_leaves=2)), max_size=3)
-    return ctx.mostly(ctx.with_none(info))
+
+    def per_batch(arm: mi.Type) -> Optional[st.SearchStrategy]:
+        if not isinstance(arm, mi.DictType):
+            return None
+        return st.dictionaries(texts(max_size=8), ctx.per_request(untyped_values(max_leaves=2)), max_size=3)
+
+    return _batch_arms(ctx, per_batch)
 
 
 # --- registration -----------------------------------------------------------------

@@ -12,6 +12,8 @@ from msgspec import inspect as mi
 
 from reference_codec import schema as s
 
+__all__ = ["minimal", "batch_token_id_output", "flush_cache", "tensor_ext", "body_with_feature"]
+
 
 def minimal(cls: type) -> Any:
     """An instance of struct ``cls`` with every required field at its simplest valid value."""
@@ -104,7 +106,6 @@ def flush_cache() -> s.FlushCacheReqInput:
     return s.FlushCacheReqInput(rid="a", timeout_s=1.5)
 
 
-__all__ = ["minimal", "batch_token_id_output", "flush_cache", "msgspec"]
 
 
 def tensor_ext(metadata, raw: bytes, code: int = 2) -> msgspec.msgpack.Ext:

@@ -27,7 +27,9 @@ def roundtrip(codec, msg):
 
 
 def tensor_bytes(t: torch.Tensor) -> bytes:
-    return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    flat = torch.empty(t.numel(), dtype=t.dtype)
+    flat.copy_(t.detach().cpu().reshape(-1))  # a fresh tensor has unit stride whatever t's strides are
+    return flat.view(torch.uint8).numpy().tobytes()
 
 
 def assert_same_tensor(got: torch.Tensor, want: torch.Tensor) -> None:
@@ -286,3 +288,23 @@ def test_every_message_type_round_trips_at_its_minimal_form():
         msg = minimal(cls)
         for codec in (V1, V2):
             assert roundtrip(codec, msg) == msg, tag
+
+
+@CODECS
+@pytest.mark.parametrize("shape", [(), (0,), (0, 3), (1,), (2, 1, 3)], ids=str)
+def test_ndarray_shape_survives_including_zero_d_and_empty(codec, shape):
+    values = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    got = feature_of(roundtrip(codec, embeds_msg(values)))
+    assert got.shape == values.shape and got.tobytes() == values.tobytes()
+
+
+@CODECS
+@pytest.mark.parametrize(
+    "make",
+    [lambda: torch.zeros(4)[::2][:1], lambda: torch.arange(6.0).reshape(3, 2)[:1, :1], lambda: torch.zeros(1, 1).t()],
+    ids=["1-element-stride-2", "1x1-slice", "1x1-transposed"],
+)
+def test_one_element_tensors_with_odd_strides_round_trip(codec, make):
+    tensor = make()
+    got = feature_of(roundtrip(codec, embeds_msg(tensor)))
+    assert_same_tensor(got, tensor)

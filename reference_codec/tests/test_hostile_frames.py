@@ -242,3 +242,10 @@ def test_wrong_frame_count_for_a_v2_message_is_refused():
     frames = codec.encode(batch_token_id_output(2))
     decode_error(frames[:-1], codec)
     decode_error(frames + [b"extra"], codec)
+
+
+def test_non_contiguous_frame_is_refused_not_crashed():
+    body = V1.encode(s.FlushCacheReqInput(rid="a"))[0]
+    strided = memoryview(bytearray(body) * 2)[::2]
+    error = decode_error([strided])
+    assert "not a contiguous byte buffer" in error.reason

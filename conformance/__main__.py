@@ -1,0 +1,82 @@
+"""``python -m conformance``: run the conformance suite against one implementation.
+
+Usage::
+
+    python -m conformance --codec reference                  # a built-in
+    python -m conformance --codec mypkg.ipc:MsgpackCodec     # any Python object
+    python -m conformance --testee "./my-gateway-testee"     # any program (PROTOCOL.md)
+    python -m conformance --codec sglang --failure-list conformance/failure_lists/sglang-0.5.23.txt
+
+Options of its own, then any pytest arguments (``-n 2``, ``-k roundtrip``, ``-x``).
+Exit status 0 only when the implementation conforms; the last line printed is
+``CONFORMANCE SUITE PASSED|FAILED: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional
+
+from .plugin import BUILTIN_CODECS, CODEC_ENV, TESTEE_ENV, CodecSelectionError, load_codec, load_testee
+
+__all__ = ["main"]
+
+SUITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance",
+        description="Property-based conformance suite for LLM-serving IPC codecs.",
+        epilog="Unrecognised arguments are passed to pytest.",
+    )
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--codec", help=f"built-in name ({', '.join(sorted(BUILTIN_CODECS))}) or MODULE:ATTR")
+    target.add_argument("--testee", help="command of a program speaking conformance/PROTOCOL.md")
+    parser.add_argument("--failure-list", help="strict known-failure list (see conformance/failure_list.py)")
+    parser.add_argument("--update-failure-list", action="store_true", help="rewrite the failure list from this run")
+    parser.add_argument("--report", help="write a JSON report to this path")
+    parser.add_argument(
+        "--profile",
+        choices=["ci", "dev", "nightly"],
+        help="Hypothesis profile (default: ci when CI=true, else dev)",
+    )
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args, pytest_args = _parser().parse_known_args(argv)
+    if args.codec:
+        os.environ[CODEC_ENV] = args.codec
+        os.environ.pop(TESTEE_ENV, None)
+    elif args.testee:
+        os.environ[TESTEE_ENV] = args.testee
+        os.environ.pop(CODEC_ENV, None)
+    if args.profile:
+        os.environ["HYPOTHESIS_PROFILE"] = args.profile
+    try:  # fail before pytest starts when the selection is wrong
+        selected = load_testee(os.environ[TESTEE_ENV]) if os.environ.get(TESTEE_ENV) else load_codec(os.environ.get(CODEC_ENV, ""))
+    except CodecSelectionError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
+        print("CONFORMANCE SUITE FAILED: 0 successes, 0 skipped, 0 expected failures, 1 unexpected failures")
+        return 2
+    close = getattr(selected.impl, "close", None)
+    if callable(close):
+        close()
+    import pytest
+
+    options = ["-p", "conformance.report", "-p", "conformance.failure_list", "--rootdir", SUITE_DIR, "-c", os.devnull]
+    if args.failure_list:
+        options += ["--failure-list", os.path.abspath(args.failure_list)]
+    if args.update_failure_list:
+        options += ["--update-failure-list"]
+    if args.report:
+        options += ["--report", os.path.abspath(args.report)]
+    has_path = any(not a.startswith("-") and (os.path.exists(a.split("::")[0])) for a in pytest_args)
+    return int(pytest.main(options + pytest_args + ([] if has_path else [SUITE_DIR])))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

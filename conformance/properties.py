@@ -1,0 +1,88 @@
+"""Shared machinery of the property tests: the message parameter, checks and their failure messages.
+
+Every property failure says three things: which codec, the first differing
+path (or the error), and a readable summary of the shrunk message. Hypothesis
+prints the full shrunk example above it.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any, Iterable, List
+
+import hypothesis.strategies as st
+import pytest
+
+from reference_codec.schema import MESSAGE_TYPES
+
+from .equivalence import compare
+
+__all__ = [
+    "MESSAGE_TAGS",
+    "each_message_type",
+    "message_strategy",
+    "summarise",
+    "check_equivalent",
+    "frames_bytes",
+    "PropertyFailure",
+]
+
+MESSAGE_TAGS: List[str] = sorted(MESSAGE_TYPES)
+
+#: ``@each_message_type`` parametrizes a test by wire tag, so each message type is its own test id.
+each_message_type = pytest.mark.parametrize("tag", MESSAGE_TAGS)
+
+
+class PropertyFailure(AssertionError):
+    """A property does not hold; the message names the codec and the first differing path."""
+
+
+def message_strategy(tag: str) -> st.SearchStrategy:
+    import strategies  # noqa: F401 - registers st.from_type for the schema and loads the profile
+
+    return st.from_type(MESSAGE_TYPES[tag])
+
+
+_short = reprlib.Repr()
+_short.maxstring = 60
+_short.maxother = 80
+_short.maxlist = 4
+_short.maxdict = 4
+_short.maxlevel = 3
+
+
+def summarise(msg: Any) -> str:
+    """A one-screen description of a message: its tag and its non-default fields, shortened."""
+    fields = getattr(msg, "__struct_fields__", None)
+    if fields is None:
+        return _short.repr(msg)
+    defaults = getattr(msg, "__struct_defaults__", ())
+    required = len(fields) - len(defaults)
+    parts = []
+    for i, name in enumerate(fields):
+        value = getattr(msg, name)
+        if i >= required:
+            default = defaults[i - required]
+            if value is default or (type(value) is type(default) and _safe_eq(value, default)):
+                continue
+        parts.append(f"{name}={_short.repr(value)}")
+    return f"{type(msg).__name__}({', '.join(parts)})"
+
+
+def _safe_eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def check_equivalent(expected: Any, actual: Any, *, codec: str, what: str, msg: Any) -> None:
+    """Raise :class:`PropertyFailure` unless ``actual`` is equivalent to ``expected``."""
+    diff = compare(expected, actual)
+    if diff is not None:
+        raise PropertyFailure(f"[{codec}] {what}: {diff}\n  shrunk message: {summarise(msg)}")
+
+
+def frames_bytes(frames: Iterable[Any]) -> List[bytes]:
+    """Frames as plain bytes, for byte-for-byte comparison."""
+    return [bytes(memoryview(f)) for f in frames]
