@@ -82,6 +82,12 @@ class SGLangCodec:
                 if isinstance(obj, type) and (issubclass(obj, (msgspec.Struct, enum.Enum))):
                     self._theirs.setdefault(name, obj)
         self._ours = _reference_classes()
+        #: SGLang's own message classes by tag, for the schema-diff property.
+        self.message_types = {
+            name: cls
+            for name, cls in self._theirs.items()
+            if name in ref.MESSAGE_TYPES and issubclass(cls, (self._io.BaseReq, self._io.BaseBatchReq))
+        }
 
     #: SGLang raises ``msgspec.DecodeError`` for what it detects; anything else
     #: escaping ``decode`` on bad input is a finding of the bad-input property.
