@@ -71,7 +71,9 @@ Details a non-Python reader needs:
   canonical type of its dtype (``np.longlong`` becomes ``np.int64``, as on the
   wire and through pickle).
 * ``$set`` items are sorted by their canonical JSON text (``json.dumps`` with
-  sorted keys, no spaces, ASCII) so the form of a set is deterministic.
+  sorted keys, no spaces, ASCII only), compared byte by byte, so the form of a
+  set is deterministic: ``{"b", "a", 1}`` is ``{"$set": ["a", "b", 1]}``
+  because ``"`` sorts before ``1``. A reader compares sets as sets.
 * ``$struct`` ``type`` is the class name, which is also the wire tag of tagged
   structs. A struct's fields are all written, defaults included.
 
@@ -116,7 +118,6 @@ __all__ = ["to_neutral", "from_neutral", "dumps_canonical", "schema_types", "SAF
 SAFE_INT_MAX = 2**53 - 1
 
 _F64 = struct.Struct(">d")
-_U64 = struct.Struct(">Q")
 
 
 def dumps_canonical(obj: Any) -> str:
@@ -215,7 +216,7 @@ def _numpy_dtype_to(dtype: np.dtype, path: Tuple) -> Any:
 
 def _ndarray_to(values: np.ndarray, path: Tuple) -> Dict[str, Any]:
     dtype = _numpy_dtype_to(values.dtype, path)
-    data = np.ascontiguousarray(values).tobytes() if values.size else b""
+    data = values.tobytes(order="C")  # C order whatever the memory layout
     return {"dtype": dtype, "shape": list(values.shape), "data": data.hex()}
 
 
@@ -233,7 +234,7 @@ def schema_types() -> Mapping[str, type]:
         classes = list(schema.MESSAGE_TYPES.values()) + list(schema.NESTED_TYPES) + list(schema.ENUM_TYPES)
         for name in schema.__all__:
             obj = getattr(schema, name, None)
-            if isinstance(obj, type) and issubclass(obj, (msgspec.Struct, enum.Enum)) and obj not in (msgspec.Struct,):
+            if isinstance(obj, type) and issubclass(obj, (msgspec.Struct, enum.Enum)):
                 classes.append(obj)
         _SCHEMA_TYPES = _by_name(classes)
     return _SCHEMA_TYPES

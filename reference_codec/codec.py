@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 import pickle
 import threading
@@ -248,7 +249,7 @@ class ReferenceCodec:
         except msgspec.DecodeError as exc:  # includes ValidationError
             raise self._named(views[0], str(exc)) from None
         except RecursionError:
-            raise DecodeError(f"message nested too deeply to decode (limit {self.limits.max_depth})", "$") from None
+            raise DecodeError("message nested deeper than the decoder's recursion limit", "$") from None
         finally:
             used = state.used
             state.views = state.used = None
@@ -403,16 +404,32 @@ class ReferenceCodec:
 
 
 def _check_depth(value: object, path: Tuple, depth: int, limit: int) -> None:
+    """Bound the depth of an untyped value, and refuse leaves the reference never writes."""
     if depth > limit:
         raise DecodeError(f"untyped value nested deeper than {limit}", format_path(path))
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             if isinstance(v, (list, tuple, dict)):
                 _check_depth(v, path + (i,), depth + 1, limit)
+            elif type(v) in _FOREIGN_LEAVES:
+                _refuse_leaf(v, path + (i,))
     elif isinstance(value, dict):
         for k, v in value.items():
             if isinstance(v, (list, tuple, dict)):
                 _check_depth(v, path + (k,), depth + 1, limit)
+            elif type(v) in _FOREIGN_LEAVES:
+                _refuse_leaf(v, path + (k,))
+    elif type(value) in _FOREIGN_LEAVES:
+        _refuse_leaf(value, path)
+
+
+# msgspec decodes the msgpack timestamp extension (-1) by itself; the reference
+# never writes it and could not re-encode it, so a second hop would fail.
+_FOREIGN_LEAVES = frozenset({datetime.datetime})
+
+
+def _refuse_leaf(value: object, path: Tuple) -> None:
+    raise DecodeError(f"{type(value).__name__} (msgpack timestamp ext -1) is not part of the reference wire", format_path(path))
 
 
 def _is_utf8(text: str) -> bool:

@@ -120,7 +120,9 @@ def numpy_dtype_from_wire(wire: object) -> np.dtype:
     """Rebuild a numpy dtype from its wire form; ``ValueError`` when it is not a safe, sized dtype."""
     try:
         if isinstance(wire, list):
-            dtype = np.dtype(_descr_from_wire(wire))
+            # descr_to_dtype, not np.dtype: it turns unnamed padding back into padding
+            # instead of a field called 'f1'.
+            dtype = np.lib.format.descr_to_dtype(_descr_from_wire(wire))
         else:
             dtype = np.dtype(_check_dtype_text(wire))
     except (TypeError, ValueError) as exc:

@@ -15,7 +15,7 @@ from .errors import format_path
 
 __all__ = ["locate", "named_path", "parse_msgspec_path", "generic_body"]
 
-_PATH_RE = re.compile(r" - at `(\$[^`]*)`$")
+_PATH_RE = re.compile(r" - at `(?:(?P<key>[^`$][^`]*)` in `)?(?P<path>\$[^`]*)`$")
 _TOKEN_RE = re.compile(r"\[(\d+)\]|\.([A-Za-z_][A-Za-z_0-9]*)|\[([^\]]*)\]")
 
 
@@ -47,9 +47,12 @@ def parse_msgspec_path(message: str) -> Tuple[str, Optional[List]]:
     if not m:
         return message, None
     parts: List = []
-    for idx, attr, key in _TOKEN_RE.findall(m.group(1)[1:]):
+    for idx, attr, key in _TOKEN_RE.findall(m.group("path")[1:]):
         parts.append(int(idx) if idx else (attr or key.strip("'\"")))
-    return message[: m.start()], parts
+    reason = message[: m.start()]
+    if m.group("key"):  # msgspec's "at `key` in `$[3]`": the offending part is a dict key
+        reason += f" (in a dict key)"
+    return reason, parts
 
 
 def generic_body(body) -> object:

@@ -49,7 +49,7 @@ import pickle
 import struct
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import msgspec
 import numpy as np
@@ -729,7 +729,7 @@ def _():
         decode_ids=[array("q", range(8)), array("q", [5]), array("q", range(100, 116))],
         completion_tokens=[8, 1, 16],
         routed_experts=[torch.arange(24, dtype=torch.int32).reshape(4, 3, 2), torch.zeros(1, 3, 2, dtype=torch.int32), None],
-        input_top_logprobs_val_flat=[np.linspace(-1, 0, 16, dtype="<f4"), None, np.array([-0.5], dtype="<f4")],
+        input_top_logprobs_val_flat=[(np.arange(16, dtype="<f4") - 16) / 16, None, np.array([-0.5], dtype="<f4")],
     )
 
 
@@ -1034,7 +1034,7 @@ def _():
     return [_untyped(msgspec.Raw(b"\x91" * 100 + b"\xc0"))]
 
 
-@_case("n_deep_nesting_stack", "5000 nested arrays: must be refused without exhausting the decoder's stack", reason="nested too deeply")
+@_case("n_deep_nesting_stack", "5000 nested arrays: must be refused without exhausting the decoder's stack", reason="recursion limit")
 def _():
     return [_untyped(msgspec.Raw(b"\x91" * 5000 + b"\xc0"))]
 
@@ -1130,8 +1130,9 @@ def _():
 
 
 @_case(
-    "i_timestamp_ext_in_untyped_field",
-    "msgpack's timestamp ext (-1) in an untyped field: the reference decodes a datetime it never writes; refusing is fine",
+    "n_timestamp_ext_in_untyped_field",
+    "msgpack's timestamp ext (-1) in an untyped field: a datetime the reference never writes and could not re-encode on a second hop",
+    reason="msgpack timestamp ext -1",
 )
 def _():
     return Raw([_untyped(Ext(-1, (1700000000).to_bytes(4, "big")))])

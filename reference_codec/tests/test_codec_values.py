@@ -308,3 +308,12 @@ def test_one_element_tensors_with_odd_strides_round_trip(codec, make):
     tensor = make()
     got = feature_of(roundtrip(codec, embeds_msg(tensor)))
     assert_same_tensor(got, tensor)
+
+
+@CODECS
+def test_structured_ndarray_with_padding_keeps_its_padding(codec):
+    dtype = np.dtype({"names": ["a", "b"], "formats": ["<u2", ">f8"], "offsets": [0, 8], "itemsize": 16})
+    values = np.zeros(2, dtype=dtype)
+    values["a"] = [1, 2]
+    got = feature_of(roundtrip(codec, embeds_msg(values)))
+    assert got.dtype == dtype and got.dtype.names == ("a", "b") and got.tobytes() == values.tobytes()

@@ -249,3 +249,11 @@ def test_non_contiguous_frame_is_refused_not_crashed():
     strided = memoryview(bytearray(body) * 2)[::2]
     error = decode_error([strided])
     assert "not a contiguous byte buffer" in error.reason
+
+
+def test_msgpack_timestamp_in_an_untyped_field_is_refused():
+    import datetime
+
+    body = body_with_feature(datetime.datetime(2026, 12, 2, tzinfo=datetime.timezone.utc))
+    error = decode_error([body])
+    assert "timestamp" in error.reason and error.path == FEATURE
