@@ -59,7 +59,7 @@ def test_golden_vector(codec, vector: GoldenVector):
             codec,
             vector,
             f"raised {type(exc).__qualname__}: {exc}, which is not the declared decode error ({_error_names(decode_error)})",
-        ) from exc
+        ) from None  # a RecursionError traceback is thousands of frames; the message says enough
     if vector.kind == "n":
         raise _fail(
             codec,

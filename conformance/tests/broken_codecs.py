@@ -1,0 +1,158 @@
+"""Deliberately broken codecs, each reproducing a bug class seen during the migration.
+
+Each wraps the reference codec and damages what it decodes in one specific
+way. The meta-tests run the suite against each and require it to fail, while
+the reference passes the same selection: that is what "the suite has teeth"
+means. They are plug-ins like any other: ``--codec conformance.tests.broken_codecs:TupleAsList``.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import Any, Callable
+
+import msgspec
+import numpy as np
+import torch
+
+from reference_codec import ReferenceCodec
+
+
+def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """Rebuild ``value`` with ``leaf`` applied to every non-container value (structs included as containers)."""
+    if isinstance(value, msgspec.Struct):
+        changes = {f: _walk(getattr(value, f), leaf) for f in value.__struct_fields__}
+        return msgspec.structs.replace(value, **changes)
+    if type(value) is list:
+        return [_walk(v, leaf) for v in value]
+    if type(value) is tuple:
+        return tuple(_walk(v, leaf) for v in value)
+    if type(value) is dict:
+        return {k: _walk(v, leaf) for k, v in value.items()}
+    return leaf(value)
+
+
+class _Broken:
+    wire_compatible = True
+    out_of_band = True
+
+    def __init__(self) -> None:
+        self._inner = ReferenceCodec()
+        self.decode_error = self._inner.decode_error
+        self.name = f"broken:{type(self).__name__}"
+
+    def encode(self, msg):
+        return self._inner.encode(msg)
+
+    def decode(self, frames):
+        return self.damage(self._inner.decode(frames))
+
+    def damage(self, msg):
+        raise NotImplementedError
+
+
+class TupleAsList(_Broken):
+    """Tuples decoded as lists (msgpack has no tuple)."""
+
+    def damage(self, msg):
+        def fix(v):
+            return v
+
+        def walk(value):
+            if type(value) is tuple:
+                return [walk(v) for v in value]
+            if isinstance(value, msgspec.Struct):
+                return msgspec.structs.replace(value, **{f: walk(getattr(value, f)) for f in value.__struct_fields__})
+            if type(value) is list:
+                return [walk(v) for v in value]
+            if type(value) is dict:
+                return {k: walk(v) for k, v in value.items()}
+            return fix(value)
+
+        return walk(msg)
+
+
+class NoneLogprobAsZero(_Broken):
+    """``None`` inside logprob rows decoded as 0.0 (a mis-typed ``List[float]``)."""
+
+    def damage(self, msg):
+        changes = {}
+        for name in msg.__struct_fields__:
+            if name.endswith("_logprobs_val"):
+                changes[name] = _walk(getattr(msg, name), lambda v: 0.0 if v is None else v)
+        return msgspec.structs.replace(msg, **changes) if changes else msg
+
+
+class Float64AsFloat32(_Broken):
+    """Floats squeezed through float32."""
+
+    def damage(self, msg):
+        return _walk(msg, lambda v: struct.unpack("<f", struct.pack("<f", v))[0] if type(v) is float and abs(v) < 3e38 else v)
+
+
+class BoolAsInt(_Broken):
+    """Booleans decoded as ints (``True == 1`` hides it from naive ``==``)."""
+
+    def damage(self, msg):
+        return _walk(msg, lambda v: int(v) if type(v) is bool else v)
+
+
+class NegativeZeroLost(_Broken):
+    """``-0.0`` decoded as ``0.0`` (``0.0 == -0.0`` hides it)."""
+
+    def damage(self, msg):
+        return _walk(msg, lambda v: 0.0 if type(v) is float and v == 0.0 else v)
+
+
+class NumpyScalarAsFloat(_Broken):
+    """numpy scalars decoded as Python numbers."""
+
+    def damage(self, msg):
+        return _walk(msg, lambda v: v.item() if isinstance(v, np.generic) else v)
+
+
+class TailFieldReset(_Broken):
+    """The last field of every message reset to its default, as a reader one schema version behind."""
+
+    def damage(self, msg):
+        info = msgspec.inspect.type_info(type(msg))
+        last = info.fields[-1]
+        if last.required:
+            return msg
+        default = last.default_factory() if last.default_factory is not msgspec.NODEFAULT else last.default
+        return msgspec.structs.replace(msg, **{last.name: default})
+
+
+class TensorDeviceDropped(_Broken):
+    """Tensors land on the CPU whatever device they were sent from."""
+
+    def damage(self, msg):
+        return _walk(msg, lambda v: v.cpu() if isinstance(v, torch.Tensor) else v)
+
+
+class EnumAsValue(_Broken):
+    """Enum members decoded as their raw values."""
+
+    def damage(self, msg):
+        return _walk(msg, lambda v: v.value if isinstance(v, enum.Enum) else v)
+
+
+class UnpicklesOpaqueFields(ReferenceCodec):
+    """Runs ``pickle.loads`` on ``PickleWrapper`` payloads straight off the wire."""
+
+    def __init__(self):
+        super().__init__(allow_pickle=True)
+        self.name = "broken:UnpicklesOpaqueFields"
+
+
+class CrashesOnJunk(_Broken):
+    """Lets a Python exception other than its decode error escape on bad input."""
+
+    def decode(self, frames):
+        if frames and len(frames[0]) and frames[0][:1] not in (b"\x90", b"\x91", b"\x92", b"\x93", b"\x94") and bytes(frames[0][:1]) < b"\x90":
+            raise IndexError("boom")
+        return self._inner.decode(frames)
+
+    def damage(self, msg):
+        return msg
