@@ -94,9 +94,6 @@ class FailureListPlugin:
         if report.when != "call" and not report.failed:
             return
         entry = self.entries.get(test_id)
-        if report.failed:
-            message = _failure_message(report)
-            self.current_failures[test_id] = message.splitlines()[0] if message else ""
         if entry is None:
             return
         if report.failed:
@@ -112,15 +109,24 @@ class FailureListPlugin:
                 return
             report.outcome = "skipped"
             report.wasxfail = f"listed in {os.path.basename(self.path)}:{entry.line}" + (f" ({entry.reason})" if entry.reason else "")
-        elif report.when == "call" and report.passed:
+        elif report.when == "call" and report.passed and not self.update:
             report.outcome = "failed"
             report.longrepr = (
                 f"{test_id} is listed as a known failure in {self.path}:{entry.line} but passed. "
                 f"Fixed? Remove that line (or rerun with --update-failure-list)."
             )
 
-    def pytest_collection_modifyitems(self, session, config, items):
-        self.seen = {short_id(i.nodeid): i.nodeid for i in items}
+    def pytest_runtest_logreport(self, report):
+        # Runs where results are gathered (the xdist controller, or the only
+        # process), unlike makereport, which runs where the test runs.
+        test_id = short_id(report.nodeid)
+        self.seen[test_id] = report.nodeid
+        if report.failed:
+            message = _failure_message(report)
+            self.current_failures[test_id] = message.splitlines()[0] if message else ""
+        elif getattr(report, "wasxfail", "").startswith("listed in") and test_id in self.entries:
+            entry = self.entries[test_id]
+            self.current_failures.setdefault(test_id, entry.message_prefix or "")
 
     def stale_entries(self) -> List[FailureEntry]:
         return [e for tid, e in self.entries.items() if tid not in self.seen]
