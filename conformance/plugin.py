@@ -18,6 +18,9 @@ capabilities as attributes; absent ones take the defaults of
     executes_code_on_decode
                       bool, True for pickle-like codecs: the bad-input
                       properties are skipped (damaged input would run code)
+    unsupported_dtypes
+                      tensor dtype names it cannot carry; the suite casts such
+                      tensors to float32 before testing it (and says so)
     byte_stable       bool, False if re-encoding a decoded message may give
                       other bytes for the same value (pickle's memo); the
                       second-hop property then checks values only
@@ -69,6 +72,7 @@ class Capabilities:
     devices: Tuple[str, ...] = field(default=("cpu",))
     executes_code_on_decode: bool = False
     byte_stable: bool = True
+    unsupported_dtypes: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,7 @@ def _capabilities(impl: Any, default_name: str) -> Capabilities:
         devices=tuple(devices) if devices is not None else _visible_devices(),
         executes_code_on_decode=bool(getattr(impl, "executes_code_on_decode", False)),
         byte_stable=bool(getattr(impl, "byte_stable", True)),
+        unsupported_dtypes=tuple(getattr(impl, "unsupported_dtypes", ())),
     )
 
 

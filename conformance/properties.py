@@ -8,8 +8,10 @@ prints the full shrunk example above it.
 from __future__ import annotations
 
 import reprlib
+import warnings
 from typing import Any, Iterable, List
 
+import hypothesis
 import hypothesis.strategies as st
 import pytest
 
@@ -37,10 +39,44 @@ class PropertyFailure(AssertionError):
     """A property does not hold; the message names the codec and the first differing path."""
 
 
-def message_strategy(tag: str) -> st.SearchStrategy:
+def message_strategy(tag: str, codec: Any = None) -> st.SearchStrategy:
+    """Messages of type ``tag``; adapted to ``codec``'s declared ``unsupported_dtypes`` when given."""
     import strategies  # noqa: F401 - registers st.from_type for the schema and loads the profile
 
-    return st.from_type(MESSAGE_TYPES[tag])
+    base = st.from_type(MESSAGE_TYPES[tag])
+    unsupported = getattr(getattr(codec, "caps", None), "unsupported_dtypes", ())
+    if not unsupported:
+        return base
+    return base.map(lambda msg: without_dtypes(msg, unsupported))
+
+
+def without_dtypes(msg: Any, names) -> Any:
+    """``msg`` with every tensor of a dtype in ``names`` cast to float32 (a declared capability gap)."""
+    import msgspec
+    import torch
+
+    from reference_codec.dtypes import TORCH_DTYPES
+
+    bad = {TORCH_DTYPES[n] for n in names if n in TORCH_DTYPES}
+
+    def walk(value):
+        if isinstance(value, torch.Tensor):
+            if value.dtype in bad:
+                hypothesis.event(f"tensor dtype {value.dtype} cast to float32: the codec declares it unsupported")
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # complex -> float32 drops the imaginary part, knowingly
+                    return value.detach().to(torch.float32).requires_grad_(value.requires_grad)
+            return value
+        if isinstance(value, msgspec.Struct):
+            changes = {f: walk(getattr(value, f)) for f in value.__struct_fields__}
+            return msgspec.structs.replace(value, **changes)
+        if type(value) in (list, tuple):
+            return type(value)(walk(v) for v in value)
+        if type(value) is dict:
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    return walk(msg)
 
 
 _short = reprlib.Repr()

@@ -180,6 +180,8 @@ class ReferenceCodec:
     def _encode_untyped(self, kind: str, value: object, path: Tuple) -> object:
         if kind == "opaque":
             return value  # a PickleWrapper the caller put there travels as is
+        if kind == "set":
+            return _canonical_set(value)
         return self._untyped_to_wire(value, path, 0)
 
     def _untyped_to_wire(self, value: object, path: Tuple, depth: int) -> object:
@@ -387,6 +389,8 @@ class ReferenceCodec:
         return buffers.array_from_wire(metadata, raw, self.limits)
 
     def _decode_untyped(self, kind: str, value: object, path: Tuple) -> object:
+        if kind == "set":
+            return value
         if kind == "opaque":
             if not isinstance(value, PickleWrapper):
                 return value
@@ -430,6 +434,16 @@ _FOREIGN_LEAVES = frozenset({datetime.datetime})
 
 def _refuse_leaf(value: object, path: Tuple) -> None:
     raise DecodeError(f"{type(value).__name__} (msgpack timestamp ext -1) is not part of the reference wire", format_path(path))
+
+
+def _canonical_set(value: object) -> object:
+    """A typed set's items in ascending order (by type name, then value): the wire's canonical order."""
+    if not isinstance(value, (set, frozenset)):
+        return value
+    try:
+        return sorted(value, key=lambda v: (type(v).__name__, v))
+    except TypeError:
+        return sorted(value, key=lambda v: (type(v).__name__, repr(v)))
 
 
 def _is_utf8(text: str) -> bool:

@@ -26,7 +26,7 @@ class Node:
     __slots__ = ("kind", "child", "structs")
 
     def __init__(self, kind: str, child: Optional["Node"] = None, structs: Optional[Dict[type, "Node"]] = None):
-        self.kind = kind  # "any" | "opaque" | "seq" | "dict" | "struct" | "union"
+        self.kind = kind  # "any" | "opaque" | "set" | "seq" | "dict" | "struct" | "union"
         self.child = child
         self.structs = structs or {}
 
@@ -73,7 +73,11 @@ def _node(t: mi.Type) -> Optional[Node]:
         return ANY
     if isinstance(t, mi.StructType):
         return _struct_node(t.cls)
-    if isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+    if isinstance(t, (mi.SetType, mi.FrozenSetType)):
+        # Every typed set is visited: a set has no canonical order, so the
+        # encoder writes it sorted to keep a second hop byte-identical.
+        return Node("set", _node(t.item_type))
+    if isinstance(t, (mi.ListType, mi.VarTupleType)):
         child = _node(t.item_type)
         return Node("seq", child) if child else None
     if isinstance(t, mi.TupleType):
@@ -133,6 +137,10 @@ def _map(value: object, node: Node, visit: Visitor, path: Tuple) -> object:
         return visit(kind, value, path)
     if value is None:
         return value
+    if kind == "set":
+        if node.child is not None:
+            value = _map(value, Node("seq", node.child), visit, path)
+        return visit("set", value, path)
     if kind == "seq":
         if not isinstance(value, (list, tuple, set, frozenset)):
             return value

@@ -30,7 +30,10 @@ Nested structs follow their own options: tagged ones (``PickleWrapper``,
 the ``*ReqTimeStats`` types) are ``[tag, ...]``; ``array_like`` ones are
 positional arrays; the rest (``KvHintsEnvelope``, ``BeamSearchSequence``,
 ``ParallelismInfo``, ...) are maps keyed by field name. Enums travel as their
-value. Integers are msgpack ints (at most 64 bits); floats are float64 (never
+value. A typed set (``stop_token_ids``) is an array in ascending order, a
+canonical form so that a second hop re-encodes it byte for byte (SGLang writes
+iteration order, which equals ascending order for small ints but not always).
+Integers are msgpack ints (at most 64 bits); floats are float64 (never
 float32, so no bits are lost); ``str`` is msgpack str (valid UTF-8 only) and
 ``bytes`` is msgpack bin.
 

@@ -15,7 +15,7 @@ import hypothesis.strategies as st
 
 from ._public import named_composite
 
-__all__ = ["ints", "exact_binary", "choice", "lists_of", "or_none", "union"]
+__all__ = ["ints", "exact_binary", "choice", "lists_of", "or_none", "union", "one_in"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -55,8 +55,8 @@ _NONE = st.none()
 
 
 @named_composite("union")
-def _union(draw, branches: Tuple[st.SearchStrategy, ...]):
-    return draw(branches[draw(ints(0, len(branches) - 1))])
+def _union(draw, branches: Tuple[st.SearchStrategy, ...], sampler: st.SearchStrategy):
+    return draw(draw(sampler))
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,5 +66,20 @@ def union(branches: Tuple[st.SearchStrategy, ...]) -> st.SearchStrategy:
     Unlike ``st.one_of``, which flattens nested ``one_of`` branches into one
     list (so an arm built from three alternatives is drawn three times as
     often as a plain one), every arm of a schema union gets an equal share.
+    The branch is chosen by ``st.sampled_from(branches)``, whose label is
+    derived from the branches: Hypothesis' mutator copies choices between
+    spans of the same label, and an integer choice would share its label with
+    every other integer drawn in the message.
     """
-    return branches[0] if len(branches) == 1 else _union(branches=branches)
+    if len(branches) == 1:
+        return branches[0]
+    return _union(branches=branches, sampler=st.sampled_from(branches))
+
+
+@functools.lru_cache(maxsize=None)
+def one_in(n: int) -> st.SearchStrategy[bool]:
+    """``True`` once in ``n`` draws. Shrinks toward ``False``.
+
+    A ``sampled_from`` of its own, for the reason :func:`union` gives.
+    """
+    return st.sampled_from((False,) * (n - 1) + (True,))

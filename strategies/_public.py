@@ -17,6 +17,7 @@ from hypothesis.errors import InvalidArgument
 
 __all__ = [
     "named_composite",
+    "named",
     "check_bool",
     "check_int",
     "check_optional_bool",
@@ -42,6 +43,19 @@ def named_composite(name: str) -> Callable[[Callable[..., Any]], Callable[..., s
         return st.composite(fn)
 
     return decorate
+
+
+def named(name: str, strategy: st.SearchStrategy, **shown: Any) -> st.SearchStrategy:
+    """``strategy``, with the repr ``name(**shown)``; draws exactly as ``strategy`` does.
+
+    For public strategies built from ``one_of``/``map`` trees, whose own repr
+    would spell out the tree.
+    """
+
+    def delegate(draw, **_ignored: Any) -> Any:
+        return draw(strategy)
+
+    return named_composite(name)(delegate)(**shown)
 
 
 def check_bool(value: object, name: str) -> bool:

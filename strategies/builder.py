@@ -52,7 +52,7 @@ from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN, UINT64_MAX, Int128
 
-from ._draws import ints, or_none, union
+from ._draws import one_in as one_in_draws, or_none, union
 from ._public import check_bool, named_composite
 from .batches import DISTINCT_REQUESTS, batch_sizes, per_request, request_ids
 from .registry import DEFAULT_REGISTRY, SemanticRegistry
@@ -77,13 +77,11 @@ MAX_DEPTH = 10
 _NESTED_BATCH_MAX = 3
 #: Distinct entries drawn for a per-request list of structs (see batches).
 _DISTINCT_STRUCTS = 3
-_UNSET = object()
-_EIGHTH = st.integers(0, 7)
-# A defaulted field is left unset when _EIGHTH draws this. Not 0: Hypothesis
-# draws the simplest choice (0) far more often than chance and in runs, and
-# "unset" on 0 would tie every unset field to every other simplest outcome
-# (an empty batch, the None arm) in the same examples.
-_LEAVE_DEFAULT = 7
+# A defaulted field is left unset once in eight. Not on the first (simplest)
+# choice: Hypothesis draws that far more often than chance and in runs, and
+# would tie every unset field to every other simplest outcome (an empty batch,
+# the None arm) in the same examples.
+_LEAVE_DEFAULT = one_in_draws(8)
 _NONE = st.none()
 
 
@@ -306,13 +304,13 @@ class FieldContext:
     def with_none(self, value: st.SearchStrategy) -> st.SearchStrategy:
         """``None`` or ``value`` when the field is optional, else ``value``. Shrinks toward ``None``.
 
-        For a per-request list of an empty batch: ``value`` (``[]``) three
-        times in four, shrinking toward ``[]``, because engines build such
-        lists by iterating over the requests.
+        In an empty batch: ``value`` three times in four, shrinking toward
+        ``value`` (``[]`` for a per-request list), because engines build
+        per-batch fields by iterating over the requests whatever their number.
         """
         if not self.optional:
             return value
-        return _optional(value, self.batch_size if self.parallel else None)
+        return _optional(value, self.batch_size)
 
 
 def _optional(value: st.SearchStrategy, batch_size: Optional[int]) -> st.SearchStrategy:
@@ -323,7 +321,7 @@ def _optional(value: st.SearchStrategy, batch_size: Optional[int]) -> st.SearchS
 
 @named_composite("mostly")
 def _mostly(draw, semantic: st.SearchStrategy, generic: st.SearchStrategy, one_in: int):
-    return draw(generic if draw(ints(0, one_in - 1)) == one_in - 1 else semantic)
+    return draw(generic if draw(one_in_draws(one_in)) else semantic)
 
 
 _cached_mostly = functools.lru_cache(maxsize=None)(_mostly)
@@ -342,6 +340,7 @@ class _Builder:
     # --- structs ------------------------------------------------------------
 
     def plan(self, cls: type) -> _StructPlan:
+        """The fields of ``cls`` with what the builder needs to know about each (cached)."""
         try:
             return self._plans[cls]
         except KeyError:
@@ -366,6 +365,9 @@ class _Builder:
         return plan
 
     def draw_struct(self, draw, cls: type, depth: int, overrides: Optional[Mapping[str, Any]]) -> Any:
+        """An instance of ``cls``: the batch size first (batch structs), then each field in
+        declaration order, left at its default once in eight (where that keeps the batch
+        consistent), else from the override, the registry or the type, in that order."""
         plan = self.plan(cls)
         n = None
         if plan.batch_field is not None:
@@ -375,7 +377,7 @@ class _Builder:
         kwargs: Dict[str, Any] = {}
         registry = self.options.registry
         for fp in plan.fields:
-            if not fp.required and _default_fits(fp, n) and draw(_EIGHTH) == _LEAVE_DEFAULT:
+            if not fp.required and _default_fits(fp, n) and draw(_LEAVE_DEFAULT):
                 values[fp.name] = fp.default_value()
                 continue
             strategy = None
@@ -415,6 +417,7 @@ class _Builder:
         return None
 
     def field_strategy(self, fp: _FieldPlan, depth: int, n: Optional[int]) -> st.SearchStrategy:
+        """The type-driven strategy for a field; a per-request list gets exactly ``n`` entries."""
         length = n if fp.parallel else None
         key = (id(fp), depth, length)
         hit = self._fields.get(key)
@@ -439,6 +442,7 @@ class _Builder:
     # --- types --------------------------------------------------------------
 
     def type_strategy(self, t: mi.Type, depth: int) -> st.SearchStrategy:
+        """The strategy for inspected type ``t`` at nesting ``depth`` (cached)."""
         depth = min(depth, MAX_DEPTH)
         key = (id(t), depth)
         hit = self._types.get(key)
@@ -526,7 +530,7 @@ class _Builder:
                 lambda v: msgspec.Raw(msgspec.msgpack.encode(v))
             )
         if isinstance(t, mi.CustomType):
-            return custom_type_strategy(t.cls)
+            return _custom_type_strategy(t.cls)
         raise InvalidArgument(f"no strategy for the msgspec type {t!r}")
 
     def _sizes(self, t, depth: int) -> Tuple[int, int]:
@@ -607,7 +611,7 @@ def _pickled(draw, carrier: type, inner: st.SearchStrategy):
 def _keyword_class(draw, cls: type, fields: Tuple[Tuple[str, bool, st.SearchStrategy], ...]):
     kwargs = {}
     for name, required, strategy in fields:
-        if required or draw(_EIGHTH) != _LEAVE_DEFAULT:
+        if required or not draw(_LEAVE_DEFAULT):
             kwargs[name] = draw(strategy)
     return cls(**kwargs)
 
@@ -621,7 +625,7 @@ _CUSTOM: Dict[type, Callable[[], st.SearchStrategy]] = {
 }
 
 
-def custom_type_strategy(cls: type) -> st.SearchStrategy:
+def _custom_type_strategy(cls: type) -> st.SearchStrategy:
     """The strategy for a msgspec ``CustomType``: the table above, else ``st.from_type(cls)``.
 
     Raises ``InvalidArgument`` naming the class when neither knows it.
@@ -681,7 +685,7 @@ def _check_supported(t: mi.Type, where: str, seen: set) -> None:
     """Fail now, naming the field, for any custom type nobody can generate."""
     if isinstance(t, mi.CustomType):
         try:
-            custom_type_strategy(t.cls)
+            _custom_type_strategy(t.cls)
         except InvalidArgument as exc:
             raise InvalidArgument(f"{where}: {exc}") from None
         return
@@ -730,8 +734,9 @@ def from_struct(
         any other implementation.
     overrides
         Field name -> strategy, or factory ``f(ctx: FieldContext) ->
-        strategy``, for fields of ``cls`` itself; takes precedence over the
-        registry. Every key must be a field of ``cls``.
+        strategy`` (``None``: the type-driven default), for fields of ``cls``
+        itself; takes precedence over the registry. Every key must be a field
+        of ``cls``.
     registry
         The :class:`~strategies.registry.SemanticRegistry` consulted by field
         name at every nesting level (default: the one :mod:`strategies.semantic`

@@ -18,7 +18,10 @@ then exits 1.
 
 The draws run under the loaded profile (``CI=true`` gives ``ci``: the same
 examples every run) with the example count from ``--examples``, no example
-database and no shrinking, across ``--jobs`` processes.
+database and no shrinking, across ``--jobs`` processes. Every nested struct
+is also drawn ``--examples`` times on its own (its strategy is the one the
+messages use), since some are reached only through a rare branch of one
+message type.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tup
 import msgspec
 from msgspec import inspect as mi
 
-__all__ = ["Site", "expected_sites", "observe", "collect", "CoverageReport", "main"]
+__all__ = ["Site", "expected_sites", "reachable_structs", "observe", "collect", "run_coverage", "CoverageReport", "main"]
 
 Key = Tuple[str, str]  # (struct name, position)
 Observation = Tuple[str, str, str]  # (struct name, position, label)
@@ -127,6 +130,39 @@ def expected_sites(roots: Iterable[type], *, pickle_wrappers: bool = False) -> D
     return sites
 
 
+def reachable_structs(roots: Iterable[type], *, pickle_wrappers: bool = False) -> List[type]:
+    """``roots`` and every struct class reachable from them, in discovery order."""
+    from .builder import union_arms
+
+    found: List[type] = []
+    queue: List[type] = list(roots)
+
+    def walk(t: mi.Type) -> None:
+        if isinstance(t, mi.Metadata):
+            walk(t.type)
+        elif isinstance(t, mi.UnionType):
+            for arm in union_arms(t, pickle_wrappers=pickle_wrappers)[1]:
+                walk(arm)
+        elif isinstance(t, mi.DictType):
+            walk(t.value_type)
+        elif isinstance(t, _COLLECTIONS):
+            walk(t.item_type)
+        elif isinstance(t, mi.TupleType):
+            for item in t.item_types:
+                walk(item)
+        elif isinstance(t, mi.StructType):
+            queue.append(t.cls)
+
+    while queue:
+        cls = queue.pop(0)
+        if cls in found:
+            continue
+        found.append(cls)
+        for f in mi.type_info(cls).fields:
+            walk(f.type)
+    return found
+
+
 def _matches(value: object, t: mi.Type) -> bool:
     if isinstance(t, mi.Metadata):
         return _matches(value, t.type)
@@ -206,18 +242,16 @@ def _fields(cls: type) -> Tuple[mi.Field, ...]:
         return fields
 
 
-def collect(type_names: Sequence[str], examples: int, pickle_wrappers: bool = False) -> Tuple[Set[Observation], Dict[str, int]]:
-    """Draw ``examples`` messages of each named type; return observations and draws per type."""
+def collect(classes: Sequence[type], examples: int, pickle_wrappers: bool = False) -> Tuple[Set[Observation], Dict[str, int]]:
+    """Draw ``examples`` instances of each struct class; return observations and draws per class name."""
     from hypothesis import Phase, given, settings
-
-    from reference_codec.schema import MESSAGE_TYPES
 
     from .builder import from_struct
 
     record: Set[Observation] = set()
     drawn: Dict[str, int] = {}
-    for name in type_names:
-        cls = MESSAGE_TYPES[name]
+    for cls in classes:
+        name = cls.__name__
         count = [0]
 
         @settings(settings.default, max_examples=examples, database=None, phases=(Phase.generate,), deadline=None)
@@ -266,7 +300,9 @@ class CoverageReport:
         yes, no, na = ("+", "X", ".") if ascii_only else ("✓", "✗", "·")
         width = max([len(s.position) for s in self.sites.values()] + [24]) + 2
         header = f"  {'field':<{width}}{'None':>5}{'value':>6}{'empty':>6}{'full':>5}  arms"
-        lines: List[str] = []
+        lines: List[str] = [
+            f"{yes} seen   {no} never generated   {na} not applicable;  arms: union arms, {no} after one never generated"
+        ]
         owners: Dict[str, List[Site]] = {}
         for site in self.sites.values():
             owners.setdefault(site.owner, []).append(site)
@@ -277,7 +313,10 @@ class CoverageReport:
                 rows = [s for s in rows if self.missing(s)]
             if not rows:
                 continue
-            kind = f"{self.drawn[owner]} drawn" if owner in self.drawn else "nested"
+            if owner in self.message_names:
+                kind = f"{self.drawn.get(owner, 0)} drawn"
+            else:
+                kind = f"nested; {self.drawn.get(owner, 0)} drawn on its own"
             lines.append(f"{owner} ({kind})")
             lines.append(header)
             for site in rows:
@@ -292,7 +331,7 @@ class CoverageReport:
                 lines.append(
                     f"  {site.position:<{width}}{cell(NONE, 5)}{cell(VALUE, 6)}{cell(EMPTY, 6)}{cell(FULL, 5)}  {arm_text}".rstrip()
                 )
-        return "\n".join(lines)
+        return "\n".join(lines) if len(lines) > 1 else ""
 
     def summary(self, examples: int, seconds: float) -> str:
         gaps = self.gaps
@@ -316,11 +355,15 @@ def run_coverage(
     from reference_codec.schema import MESSAGE_TYPES
 
     names = tuple(types) if types else tuple(MESSAGE_TYPES)
-    sites = expected_sites([MESSAGE_TYPES[n] for n in names], pickle_wrappers=pickle_wrappers)
-    # Most sites first (a rough measure of cost), handed out one type at a
+    roots = [MESSAGE_TYPES[n] for n in names]
+    sites = expected_sites(roots, pickle_wrappers=pickle_wrappers)
+    # Nested structs are drawn inside the messages and also on their own: one
+    # reached only through a dict value of one message type (LoRARef) would
+    # otherwise see a small fraction of the examples.
+    nested = [cls for cls in reachable_structs(roots, pickle_wrappers=pickle_wrappers) if cls not in roots]
+    # Most sites first (a rough measure of cost), handed out one class at a
     # time, so that no worker is left with the heavy batch messages at the end.
-    weight = {n: len(expected_sites([MESSAGE_TYPES[n]])) for n in names}
-    ordered = sorted(names, key=lambda n: -weight[n])
+    ordered = sorted([*roots, *nested], key=lambda cls: -len(expected_sites([cls])))
     observed: Set[Observation] = set()
     drawn: Dict[str, int] = {}
     if jobs <= 1 or len(ordered) <= 1:
@@ -328,7 +371,7 @@ def run_coverage(
     else:
         context = multiprocessing.get_context("spawn")  # no fork of a process that has imported torch
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            tasks = [((name,), examples, pickle_wrappers) for name in ordered]
+            tasks = [((cls,), examples, pickle_wrappers) for cls in ordered]
             for obs, counts in pool.map(_collect_job, tasks, chunksize=1):
                 observed |= obs
                 drawn.update(counts)

@@ -28,7 +28,8 @@ def message_types(root: Optional[type] = None) -> Tuple[type, ...]:
 
 
 @named_composite("messages")
-def _messages(draw, types: Tuple[type, ...]):
+def _messages(draw, types: Optional[Tuple[type, ...]] = None):
+    types = message_types() if types is None else types
     cls = draw(st.sampled_from(types))
     return draw(from_struct(cls))
 
@@ -36,11 +37,12 @@ def _messages(draw, types: Tuple[type, ...]):
 def messages(types: Optional[Sequence[type]] = None) -> st.SearchStrategy:
     """Messages of any of ``types`` (default: every ``MESSAGE_TYPES`` class), each via ``from_struct``.
 
-    Shrinks toward the first type (wire tags sort alphabetically), then as
-    :func:`strategies.from_struct` describes.
+    Shrinks toward the message with the fewest and simplest choices (a
+    field-less one such as ``HealthCheckOutput``), ties going to the earlier
+    wire tag, then as :func:`strategies.from_struct` describes.
     """
     if types is None:
-        chosen = message_types()
+        return _ALL_MESSAGES
     else:
         chosen = tuple(types)
         if not chosen:
@@ -49,6 +51,9 @@ def messages(types: Optional[Sequence[type]] = None) -> st.SearchStrategy:
         if unknown:
             raise InvalidArgument(f"types has {unknown!r}, which are not in MESSAGE_TYPES; use from_struct for other classes")
     return _messages(types=chosen)
+
+
+_ALL_MESSAGES = _messages()
 
 
 def register_type_strategies() -> None:

@@ -68,8 +68,8 @@ from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN
 
-from ._draws import choice, exact_binary, ints, lists_of, or_none, union
-from ._public import check_choice, check_int, check_optional_bool, named_composite
+from ._draws import choice, exact_binary, ints, lists_of, one_in, or_none, union
+from ._public import check_choice, check_int, check_optional_bool, named, named_composite
 from .batches import DISTINCT_REQUESTS, repeat_rows
 from .builder import FieldContext, union_arms
 from .registry import DEFAULT_REGISTRY, SemanticRegistry
@@ -95,14 +95,13 @@ __all__ = [
 ]
 
 
-_ints = ints
 _BOOLS = st.booleans()
 _NONE = st.none()
 
 
-def _rare(draw, one_in: int = 8) -> bool:
-    """True about once in ``one_in`` draws; shrinks toward False."""
-    return draw(_ints(0, one_in - 1)) == one_in - 1
+def _rare(draw, n: int = 8) -> bool:
+    """True about once in ``n`` draws; shrinks toward False."""
+    return draw(one_in(n))
 
 
 # --- type shapes --------------------------------------------------------------
@@ -195,7 +194,7 @@ def _filled_like(draw, template: Any, t: mi.Type, leaf: st.SearchStrategy, outer
 
 
 @functools.lru_cache(maxsize=None)
-def _or_none(leaf: st.SearchStrategy) -> st.SearchStrategy:
+def _value_or_none(leaf: st.SearchStrategy) -> st.SearchStrategy:
     return union((leaf, st.none()))
 
 
@@ -204,7 +203,7 @@ def _fill(draw, template, t, leaf, outer):
         has_none, arms = union_arms(t)
         if template is None:
             if has_none and arms and _leaf_is_scalar(arms[0]):
-                return draw(_or_none(leaf))
+                return draw(_value_or_none(leaf))
             return None
         return _fill(draw, template, arms[0], leaf, outer)
     if isinstance(t, mi.ListType):
@@ -223,11 +222,14 @@ def _fill(draw, template, t, leaf, outer):
 
 # --- token ids, logprobs --------------------------------------------------------
 
-_TOKEN_IDS = st.one_of(
+_TOKEN_IDS_TREE = st.one_of(
     st.integers(0, 262_143),
     st.sampled_from([0, 1, 2, 151_643, 2**31 - 1, 2**31, 2**32, INT64_MAX, INT64_MAX - 1, INT64_MIN, INT64_MIN + 1, -1]),
     integers_between(INT64_MIN, INT64_MAX),
 )
+
+
+_TOKEN_IDS = named("token_ids", _TOKEN_IDS_TREE)
 
 
 def token_ids() -> st.SearchStrategy[int]:
@@ -236,19 +238,22 @@ def token_ids() -> st.SearchStrategy[int]:
 
 
 @named_composite("token_id_arrays")
-def _token_id_arrays(draw, max_size: int) -> array:
+def _token_id_arrays(draw, max_size: int = 8) -> array:
     return array("q", draw(lists_of(_TOKEN_IDS, 0, max_size)))
 
 
 def token_id_arrays(*, max_size: int = 8) -> st.SearchStrategy[array]:
     """``array('q')`` of :func:`token_ids`, as SGLang sends ``decode_ids``. Shrinks toward ``array('q')``."""
     check_int(max_size, "max_size", min_value=0)
-    return _token_id_arrays(max_size=max_size)
+    return _token_id_arrays() if max_size == 8 else _token_id_arrays(max_size=max_size)
 
 
-_LOGPROBS = st.one_of(
-    st.floats(max_value=0.0, allow_nan=False),
-    st.sampled_from([-0.18, -2.94, -0.0, 0.0, -math.inf, math.nan, -5e-324, -1e-45, -1e300]),
+_LOGPROBS = named(
+    "logprob_floats",
+    st.one_of(
+        st.floats(max_value=0.0, allow_nan=False),
+        st.sampled_from([-0.18, -2.94, -0.0, 0.0, -math.inf, math.nan, -5e-324, -1e-45, -1e300]),
+    ),
 )
 
 
@@ -271,7 +276,7 @@ def _logprob_levels(t: mi.Type) -> Optional[Tuple[int, str]]:
 def _logprob_rows(draw, levels: int, leaf: st.SearchStrategy, size: Optional[int], leading_none: bool, optional: bool):
     if optional and _rare(draw, 4):
         return None  # no request in the batch asked for logprobs
-    n = draw(_ints(0, 4)) if size is None else size
+    n = draw(ints(0, 4)) if size is None else size
     distinct = min(n, DISTINCT_REQUESTS)
     rows = [_logprob_row(draw, levels, leaf, leading_none) for _ in range(distinct)]
     return repeat_rows(rows, n)
@@ -283,17 +288,17 @@ _cached_logprob_rows = functools.lru_cache(maxsize=None)(_logprob_rows)
 def _logprob_row(draw, levels: int, leaf: st.SearchStrategy, leading_none: bool):
     if _rare(draw, 6):
         return None
-    length = draw(_ints(0, 4))
-    lead = leading_none and length > 0 and draw(_ints(0, 2)) != 0  # else a multi-item scoring row
+    length = draw(ints(0, 4))
+    lead = leading_none and length > 0 and draw(ints(0, 2)) != 0  # else a multi-item scoring row
     if levels == 2:
         return [None if (i == 0 and lead) or _rare(draw, 16) else draw(leaf) for i in range(length)]
-    k = draw(_ints(0, 3))
+    k = draw(ints(0, 3))
     row: List[Any] = []
     for i in range(length):
         if (i == 0 and lead) or _rare(draw, 16):  # a position without logprobs
             row.append(None)
             continue
-        width = draw(_ints(0, 3)) if _rare(draw, 8) else k  # ragged: k changed mid-row
+        width = draw(ints(0, 3)) if _rare(draw, 8) else k  # ragged: k changed mid-row
         row.append([draw(leaf) for _ in range(width)])
     return row
 
@@ -324,13 +329,16 @@ def logprob_rows(
         check_int(batch_size, "batch_size", min_value=0)
     check_optional_bool(leading_none, "leading_none")
     check_optional_bool(optional, "optional")
-    return _cached_logprob_rows(
+    rows = _cached_logprob_rows(
         levels=2 if kind == "token" else 3,
         leaf=_LOGPROBS if values else _TOKEN_IDS,
         size=batch_size,
         leading_none=bool(leading_none),
         optional=bool(optional),
     )
+    given = dict(kind=kind, values=values, batch_size=batch_size, leading_none=leading_none, optional=optional)
+    defaults = dict(kind="token", values=True, batch_size=None, leading_none=True, optional=True)
+    return named("logprob_rows", rows, **{k: v for k, v in given.items() if v != defaults[k]})
 
 
 def _partner_name(name: str) -> Optional[str]:
@@ -365,20 +373,21 @@ def _pair_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     """``placeholder_tokens_idx``/``_val``: lists of ints of equal shapes."""
     if _sig(ctx) != "O[L[O[L[int]]]]":
         return None
-    partner = ctx.values.get(_partner_name(ctx.name) or "")
-    if partner is not None:
-        return _filled_like(template=partner, t=ctx.type, leaf=_TOKEN_IDS)
+    partner_name = _partner_name(ctx.name)
+    if partner_name in ctx.values:
+        partner = ctx.values[partner_name]
+        return _NONE if partner is None else _filled_like(template=partner, t=ctx.type, leaf=_TOKEN_IDS)
     return ctx.generic()
 
 
 def _flat_logprobs_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     if _sig(ctx) != "O[L[O[ndarray]]]":
         return None
-    values = "_val" in ctx.name
-    partner = ctx.values.get(_partner_name(ctx.name) or "")
-    dtype = "<f4" if values else "<i8"
-    if isinstance(partner, list):
-        return _flat_like(template=partner, dtype=dtype)
+    dtype = "<f4" if "_val" in ctx.name else "<i8"
+    partner_name = _partner_name(ctx.name)
+    if partner_name in ctx.values:
+        partner = ctx.values[partner_name]
+        return _NONE if partner is None else _flat_like(template=partner, dtype=dtype)
     row = ndarrays(dtypes=[dtype], shape=_FLAT_SHAPES, layouts=["contiguous", "sliced"])
     return ctx.mostly(_shaped(ctx, row))
 
@@ -388,12 +397,14 @@ _FLAT_SHAPES = st.tuples(st.integers(0, 4), st.integers(0, 3))
 
 @named_composite("flat_like")
 def _flat_like(draw, template: list, dtype: str):
-    out = []
+    """Per request, ``None`` where ``template`` has None, else an array of its shape."""
+    out: List[Any] = []
     for i, partner in enumerate(template):
-        if partner is None or not hasattr(partner, "shape"):
+        earlier = i - DISTINCT_REQUESTS if i >= DISTINCT_REQUESTS else None
+        if partner is None:
             out.append(None)
-        elif i >= DISTINCT_REQUESTS:
-            out.append(copy.deepcopy(out[i % DISTINCT_REQUESTS]) if out[i % DISTINCT_REQUESTS] is not None else None)
+        elif earlier is not None and out[earlier] is not None and template[earlier].shape == partner.shape:
+            out.append(copy.deepcopy(out[earlier]))  # the batch repeats its first rows
         else:
             out.append(draw(ndarrays(dtypes=[dtype], shape=tuple(partner.shape), layouts=["contiguous"])))
     return out
@@ -410,17 +421,20 @@ def _null_prefix_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
 _ABORT_MESSAGES = st.one_of(st.just("Aborted"), texts(max_size=24))
 _STATUS = union((st.none(), st.sampled_from([400, 408, 429, 500, 503]), integers_between(INT64_MIN, INT64_MAX)))
 _ERR_TYPE = union((st.none(), st.sampled_from(["BadRequestError", "InternalServerError"]), texts(max_size=12)))
-_STOP_STRINGS = st.one_of(
-    st.just(""),
-    st.sampled_from(["\n", "</s>", "<|im_end|>", "<|endoftext|>", "###", "🙂", "e\u0301", " "]),
-    texts(max_size=8),
+_STOP_STRINGS = named(
+    "stop_strings",
+    st.one_of(
+        st.just(""),
+        st.sampled_from(["\n", "</s>", "<|im_end|>", "<|endoftext|>", "###", "🙂", "e\u0301", " "]),
+        texts(max_size=8),
+    ),
 )
 _TOKEN_ID_LISTS = st.lists(_TOKEN_IDS, min_size=1, max_size=3)
 
 
 @named_composite("finish_reasons")
 def _finish_reasons(draw) -> dict:
-    kind = draw(_ints(0, 5))
+    kind = draw(ints(0, 5))
     if kind == 0:
         return {"type": "length", "length": draw(integers_between(0, INT64_MAX))}
     if kind == 1:
@@ -484,13 +498,13 @@ _MODALITIES = ("IMAGE", "VIDEO", "AUDIO")
 @named_composite("feature_shapes")
 def _feature_shapes(draw, modality: str) -> Tuple[int, ...]:
     if modality == "AUDIO":
-        mel, frames = draw(_ints(1, 4)), draw(_ints(0, 4))
+        mel, frames = draw(ints(1, 4)), draw(ints(0, 4))
         return (1, mel, frames) if draw(_BOOLS) else (mel, frames)
     if modality == "VIDEO":
-        return (draw(_ints(1, 2)), 3, draw(_ints(1, 3)), draw(_ints(1, 3)))
+        return (draw(ints(1, 2)), 3, draw(ints(1, 3)), draw(ints(1, 3)))
     if draw(_BOOLS):  # flattened patches, as Qwen-VL processors emit
-        return (draw(_ints(1, 6)), draw(_ints(1, 4)))
-    return (draw(_ints(1, 2)), 3, draw(_ints(1, 3)), draw(_ints(1, 3)))
+        return (draw(ints(1, 6)), draw(ints(1, 4)))
+    return (draw(ints(1, 2)), 3, draw(ints(1, 3)), draw(ints(1, 3)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -503,7 +517,7 @@ def _feature_parts(modality: str) -> Tuple[st.SearchStrategy, ...]:
 
 @named_composite("mm_features")
 def _mm_features(draw, modality: str):
-    return draw(_feature_parts(modality)[draw(_ints(0, 2))])
+    return draw(_feature_parts(modality)[draw(ints(0, 2))])
 
 
 _cached_mm_features = functools.lru_cache(maxsize=None)(_mm_features)
@@ -539,7 +553,7 @@ _EXTRA_KEYS = texts(max_size=8)
 
 
 @named_composite("model_specific_data")
-def _model_specific_data(draw, modality: Optional[str]) -> dict:
+def _model_specific_data(draw, modality: Optional[str] = None) -> dict:
     out = {}
     if modality in (None, "IMAGE") and draw(_BOOLS):
         out["image_grid_thw"] = draw(_INT64_TENSORS_3)
@@ -575,7 +589,7 @@ def model_specific_data(modality: Optional[str] = None) -> st.SearchStrategy[dic
     """
     if modality is not None:
         check_choice(modality, "modality", _MODALITIES)
-    return _cached_model_specific_data(modality=modality)
+    return _cached_model_specific_data() if modality is None else _cached_model_specific_data(modality=modality)
 
 
 def _modality_name(ctx: FieldContext) -> Optional[str]:
@@ -608,9 +622,9 @@ def _model_specific_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
 @named_composite("offset_spans")
 def _offset_spans(draw) -> List[Tuple[int, int]]:
     spans, cursor = [], 0
-    for _ in range(draw(_ints(0, 3))):
-        start = cursor + draw(_ints(0, 16))
-        end = start + draw(_ints(0, 16))
+    for _ in range(draw(ints(0, 3))):
+        start = cursor + draw(ints(0, 16))
+        end = start + draw(ints(0, 16))
         spans.append((start, end))
         cursor = end + 1
     return spans
@@ -653,18 +667,18 @@ _HIDDEN = st.one_of(st.floats(-8.0, 8.0, width=32), st.sampled_from(SPECIAL_FLOA
 
 
 @named_composite("hidden_states")
-def _hidden_states(draw, size: Optional[int]):
-    n = draw(_ints(0, 3)) if size is None else size
+def _hidden_states(draw, size: Optional[int] = None):
+    n = draw(ints(0, 3)) if size is None else size
 
     def request():
         if _rare(draw, 6):
             return None
-        width = draw(_ints(0, 4))
+        width = draw(ints(0, 4))
         chunks = []
-        for _ in range(draw(_ints(0, 2))):
+        for _ in range(draw(ints(0, 2))):
             chunk = []
-            for _ in range(draw(_ints(0, 3))):
-                kind = draw(_ints(0, 5))
+            for _ in range(draw(ints(0, 3))):
+                kind = draw(ints(0, 5))
                 if kind == 4:
                     chunk.append(None)
                 elif kind == 5:
@@ -685,7 +699,7 @@ def hidden_states(*, batch_size: Optional[int] = None) -> st.SearchStrategy[list
     """
     if batch_size is not None:
         check_int(batch_size, "batch_size", min_value=0)
-    return _hidden_states(size=batch_size)
+    return _hidden_states() if batch_size is None else _hidden_states(size=batch_size)
 
 
 def _hidden_states_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
@@ -695,9 +709,9 @@ def _hidden_states_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
 
 
 @named_composite("routed_experts")
-def _routed_experts(draw, as_text: bool):
-    tokens, layers, top_k = draw(_ints(0, 4)), draw(_ints(1, 3)), draw(_ints(1, 4))
-    lead = draw(_ints(0, 2))  # rows before this request's slice of the batch buffer
+def _routed_experts(draw, as_text: bool = False):
+    tokens, layers, top_k = draw(ints(0, 4)), draw(ints(1, 3)), draw(ints(1, 4))
+    lead = draw(ints(0, 2))  # rows before this request's slice of the batch buffer
     raw = draw(exact_binary((tokens + lead) * layers * top_k))
     ids = np.frombuffer(raw, dtype=np.uint8).astype(np.int32).reshape(tokens + lead, layers, top_k)
     tensor = torch.from_numpy(ids)[lead:]
@@ -715,7 +729,7 @@ def routed_experts(*, as_text: bool = False) -> st.SearchStrategy:
     ``(0, 1, 1)`` tensor.
     """
     check_optional_bool(as_text, "as_text")
-    return _routed_experts(as_text=bool(as_text))
+    return _routed_experts(as_text=True) if as_text else _routed_experts()
 
 
 def _routed_experts_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
@@ -734,7 +748,7 @@ _POOLED_DTYPES = ("float32", "bfloat16", "float16")
 
 @named_composite("pooled_hidden_states")
 def _pooled_hidden_states(draw, size: int):
-    hidden = draw(_ints(1, 4))
+    hidden = draw(ints(1, 4))
     dtype = draw(choice(_POOLED_DTYPES))
     row = tensors(dtypes=[dtype], shape=(hidden,), layouts=["contiguous"], requires_grad=False)
     distinct = min(size, DISTINCT_REQUESTS)
@@ -768,23 +782,23 @@ _SPARSE = union((st.just({}), st.dictionaries(_SPARSE_KEYS, _EMBED_FLOATS, min_s
 
 
 @named_composite("embeddings")
-def _embeddings(draw, size: Optional[int]):
-    n = draw(_ints(0, 4)) if size is None else size
-    mode = draw(_ints(0, 7))  # 0-3: one of dense, multi-vector, sparse, score for all; else mixed
-    width = draw(_ints(0, 4))
+def _embeddings(draw, size: Optional[int] = None):
+    n = draw(ints(0, 4)) if size is None else size
+    mode = draw(ints(0, 7))  # 0-3: one of dense, multi-vector, sparse, score for all; else mixed
+    width = draw(ints(0, 4))
 
     def one(kind: int):
         if kind == 0:
             return [draw(_EMBED_FLOATS) for _ in range(width)]
         if kind == 1:
-            return [[draw(_EMBED_FLOATS) for _ in range(width)] for _ in range(draw(_ints(0, 3)))]
+            return [[draw(_EMBED_FLOATS) for _ in range(width)] for _ in range(draw(ints(0, 3)))]
         if kind == 2:
             return draw(_SPARSE)
         if kind == 3:
             return draw(_EMBED_FLOATS)
-        return [draw(_EMBED_FLOATS) if draw(_BOOLS) else [draw(_EMBED_FLOATS)] for _ in range(draw(_ints(0, 3)))]
+        return [draw(_EMBED_FLOATS) if draw(_BOOLS) else [draw(_EMBED_FLOATS)] for _ in range(draw(ints(0, 3)))]
 
-    distinct = [one(mode if mode < 4 else draw(_ints(0, 4))) for _ in range(min(n, DISTINCT_REQUESTS))]
+    distinct = [one(mode if mode < 4 else draw(ints(0, 4))) for _ in range(min(n, DISTINCT_REQUESTS))]
     return repeat_rows(distinct, n)
 
 
@@ -798,7 +812,7 @@ def embeddings(*, batch_size: Optional[int] = None) -> st.SearchStrategy[list]:
     """
     if batch_size is not None:
         check_int(batch_size, "batch_size", min_value=0)
-    return _embeddings(size=batch_size)
+    return _embeddings() if batch_size is None else _embeddings(size=batch_size)
 
 
 def _embeddings_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
@@ -809,8 +823,8 @@ def _embeddings_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
 
 @named_composite("input_embeds")
 def _input_embeds(draw):
-    width = draw(_ints(0, 4))
-    return [[draw(_EMBED_FLOATS) for _ in range(width)] for _ in range(draw(_ints(0, 4)))]
+    width = draw(ints(0, 4))
+    return [[draw(_EMBED_FLOATS) for _ in range(width)] for _ in range(draw(ints(0, 4)))]
 
 
 def _input_embeds_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
@@ -864,7 +878,9 @@ def _customized_info_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     def per_batch(arm: mi.Type) -> Optional[st.SearchStrategy]:
         if not isinstance(arm, mi.DictType):
             return None
-        return st.dictionaries(texts(max_size=8), ctx.per_request(untyped_values(max_leaves=2)), max_size=3)
+        # an empty batch shows its per-request lists only inside a non-empty dict
+        min_size = 1 if ctx.batch_size == 0 else 0
+        return st.dictionaries(texts(max_size=8), ctx.per_request(untyped_values(max_leaves=2)), min_size=min_size, max_size=3)
 
     return _batch_arms(ctx, per_batch)
 

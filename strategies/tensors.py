@@ -71,6 +71,7 @@ def can_require_grad(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point or dtype.is_complex
 
 
+@functools.lru_cache(maxsize=None)
 def visible_devices() -> Tuple[str, ...]:
     """``("cpu", "cuda:0", ...)``: every device a tensor can be placed on in this process."""
     cuda = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
@@ -78,13 +79,16 @@ def visible_devices() -> Tuple[str, ...]:
 
 
 @named_composite("devices")
-def _devices(draw, choices: Tuple[str, ...]) -> str:
-    return draw(choice(choices))
+def _devices(draw) -> str:
+    return draw(choice(visible_devices()))
+
+
+_DEVICES = _devices()
 
 
 def devices() -> st.SearchStrategy[str]:
     """Device strings: ``"cpu"`` and every visible ``"cuda:N"``. Shrinks toward ``"cpu"``."""
-    return _devices(choices=visible_devices())
+    return _DEVICES
 
 
 @named_composite("tensor_shapes")
@@ -174,9 +178,16 @@ def _raw_elements(draw, count: int, itemsize: int, is_bool: bool) -> bytearray:
 
 
 @named_composite("tensors")
-def _tensors(draw, dtypes, shape, layouts, devices, requires_grad) -> torch.Tensor:
+def _tensors(
+    draw,
+    dtypes=TORCH_DTYPE_ORDER,
+    shape=None,
+    layouts=TENSOR_LAYOUTS,
+    devices=None,
+    requires_grad=None,
+) -> torch.Tensor:
     dtype = draw(choice(dtypes))
-    final = draw(shape)
+    final = draw(_cached_shapes(max_dims=3, max_side=4) if shape is None else shape)
     usable = tuple(lay for lay in layouts if len(final) >= _MIN_LAYOUT_DIMS[lay]) or ("contiguous",)
     layout = draw(choice(usable))
     base_shape, make_view = _plan_layout(draw, layout, final)
@@ -190,7 +201,7 @@ def _tensors(draw, dtypes, shape, layouts, devices, requires_grad) -> torch.Tens
             base = torch.empty(base_shape, dtype=dtype)
         else:
             base = torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(base_shape)
-    device = draw(choice(devices))
+    device = draw(choice(visible_devices() if devices is None else devices))
     if device != "cpu":
         base = base.to(device)  # before the view, so the view's strides survive
     tensor = make_view(base)
@@ -237,25 +248,32 @@ def tensors(
     Every tensor that requires grad is a leaf. Shrinks toward a 0-d float32
     CPU tensor holding zero, contiguous, not requiring grad.
     """
-    dts = _dtype_list(dtypes)
+    # Only what the caller chose is passed on, so that the repr shows just that.
+    chosen: dict = {}
+    if dtypes is not None:
+        chosen["dtypes"] = _dtype_list(dtypes)
     check_int(max_dims, "max_dims", min_value=0, max_value=8)
     check_int(max_side, "max_side", min_value=0)
-    shapes = _shape_strategy(shape, max_dims, max_side)
-    lays = TENSOR_LAYOUTS if layouts is None else check_subset(layouts, "layouts", TENSOR_LAYOUTS)
-    visible = visible_devices()
-    devs = visible if devices is None else check_subset(devices, "devices", visible)
+    if shape is not None or (max_dims, max_side) != (3, 4):
+        chosen["shape"] = _shape_strategy(shape, max_dims, max_side)
+    if layouts is not None:
+        chosen["layouts"] = check_subset(layouts, "layouts", TENSOR_LAYOUTS)
+    if devices is not None:
+        chosen["devices"] = check_subset(devices, "devices", visible_devices())
     check_optional_bool(requires_grad, "requires_grad")
+    if requires_grad is not None:
+        chosen["requires_grad"] = requires_grad
     if requires_grad:
-        dts = tuple(d for d in dts if can_require_grad(d))
-        if not dts:
+        chosen["dtypes"] = tuple(d for d in chosen.get("dtypes", TORCH_DTYPE_ORDER) if can_require_grad(d))
+        if not chosen["dtypes"]:
             raise InvalidArgument("requires_grad=True, but none of dtypes is a floating point or complex dtype")
-    return _cached_tensors(dtypes=dts, shape=shapes, layouts=lays, devices=devs, requires_grad=requires_grad)
+    return _cached_tensors(**chosen)
 
 
 @named_composite("ndarrays")
-def _ndarrays(draw, dtypes, shape, layouts) -> np.ndarray:
+def _ndarrays(draw, dtypes=NDARRAY_DTYPES, shape=None, layouts=NDARRAY_LAYOUTS) -> np.ndarray:
     dtype = draw(choice(dtypes))
-    final = draw(shape)
+    final = draw(_cached_shapes(max_dims=3, max_side=4) if shape is None else shape)
     usable = tuple(lay for lay in layouts if len(final) >= _MIN_LAYOUT_DIMS[lay]) or ("contiguous",)
     layout = draw(choice(usable))
     base_shape, make_view = _plan_layout(draw, layout, final)
@@ -286,9 +304,8 @@ def ndarrays(
     byte layout. ``expanded`` arrays are read-only broadcast views, as
     ``np.broadcast_to`` makes them. Shrinks toward a 0-d ``float32`` zero.
     """
-    if dtypes is None:
-        dts = NDARRAY_DTYPES
-    else:
+    chosen: dict = {}
+    if dtypes is not None:
         converted = []
         for d in [dtypes] if isinstance(dtypes, (str, np.dtype)) else dtypes:
             try:
@@ -298,9 +315,11 @@ def ndarrays(
             if dt.hasobject or dt.itemsize == 0:
                 raise InvalidArgument(f"dtypes has {d!r}, which has no fixed byte layout")
             converted.append(dt)
-        dts = check_subset(converted, "dtypes", converted)
+        chosen["dtypes"] = check_subset(converted, "dtypes", converted)
     check_int(max_dims, "max_dims", min_value=0, max_value=8)
     check_int(max_side, "max_side", min_value=0)
-    shapes = _shape_strategy(shape, max_dims, max_side)
-    lays = NDARRAY_LAYOUTS if layouts is None else check_subset(layouts, "layouts", NDARRAY_LAYOUTS)
-    return _cached_ndarrays(dtypes=dts, shape=shapes, layouts=lays)
+    if shape is not None or (max_dims, max_side) != (3, 4):
+        chosen["shape"] = _shape_strategy(shape, max_dims, max_side)
+    if layouts is not None:
+        chosen["layouts"] = check_subset(layouts, "layouts", NDARRAY_LAYOUTS)
+    return _cached_ndarrays(**chosen)

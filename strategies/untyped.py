@@ -18,13 +18,13 @@ from hypothesis.errors import InvalidArgument
 
 from reference_codec.schema import ENUM_TYPES
 
-from ._public import check_int, named_composite
+from ._public import check_int, named, named_composite
 from .tensors import ndarrays, tensors
 from .values import big_ints, edge_floats, int64s, numpy_scalars, texts
 
 __all__ = ["untyped_values", "untyped_leaves", "torch_sizes"]
 
-_TORCH_SIZES = st.lists(st.integers(0, 64), max_size=4).map(torch.Size)
+_TORCH_SIZES = named("torch_sizes", st.lists(st.integers(0, 64), max_size=4).map(torch.Size))
 _SMALL_TENSORS = tensors(max_dims=2, max_side=3)
 _SMALL_NDARRAYS = ndarrays(max_dims=2, max_side=3)
 
@@ -50,7 +50,7 @@ def _leaves(enums: Tuple[type, ...]) -> st.SearchStrategy:
     ]
     if enums:
         branches.append(st.sampled_from([member for cls in enums for member in cls]))
-    return st.one_of(branches)
+    return named("untyped_leaves", st.one_of(branches), **({} if enums == ENUM_TYPES else {"enums": enums}))
 
 
 _DEFAULT_LEAVES = _leaves(ENUM_TYPES)
@@ -74,11 +74,11 @@ def _recursive(enums: Tuple[type, ...], max_leaves: int) -> st.SearchStrategy:
 
 
 @named_composite("untyped_values")
-def _untyped_values(draw, enums: Tuple[type, ...], max_leaves: int):
+def _untyped_values(draw, enums: Tuple[type, ...] = ENUM_TYPES, max_leaves: int = 6):
     return draw(_recursive(enums, max_leaves))
 
 
-_DEFAULT_UNTYPED = _untyped_values(enums=ENUM_TYPES, max_leaves=6)
+_DEFAULT_UNTYPED = _untyped_values()
 
 
 def untyped_leaves(*, enums: Optional[Sequence[type]] = None) -> st.SearchStrategy:
@@ -108,4 +108,7 @@ def untyped_values(*, enums: Optional[Sequence[type]] = None, max_leaves: int = 
     check_int(max_leaves, "max_leaves", min_value=1, max_value=64)
     if enums is None and max_leaves == 6:
         return _DEFAULT_UNTYPED
-    return _untyped_values(enums=ENUM_TYPES if enums is None else _check_enums(enums), max_leaves=max_leaves)
+    chosen: dict = {} if enums is None else {"enums": _check_enums(enums)}
+    if max_leaves != 6:
+        chosen["max_leaves"] = max_leaves
+    return _untyped_values(**chosen)

@@ -27,7 +27,7 @@ from reference_codec.dtypes import ARRAY_TYPECODES
 from reference_codec.schema import INT64_MAX, INT64_MIN, UINT64_MAX, Int128
 
 from ._draws import choice, exact_binary, ints
-from ._public import check_bool, check_int, check_subset, named_composite
+from ._public import check_bool, check_int, check_subset, named, named_composite
 
 __all__ = [
     "INT_EDGES",
@@ -112,9 +112,9 @@ _INTERESTING_CHARS = st.sampled_from(
     ["\u0301", "\u0308", "\u200d", "🙂", "👩", "é", "ß", "漢", "\U0010ffff", "\ufeff", "\x00", "\n", "\u2028"]
 )
 _UTF8_CHARS = st.characters(codec="utf-8")
-_TEXT = st.one_of(
-    st.text(st.one_of(_UTF8_CHARS, _INTERESTING_CHARS), max_size=12),
-    st.sampled_from(SPECIAL_TEXTS),
+_TEXT = named(
+    "texts",
+    st.one_of(st.text(st.one_of(_UTF8_CHARS, _INTERESTING_CHARS), max_size=12), st.sampled_from(SPECIAL_TEXTS)),
 )
 
 #: numpy scalar dtypes generated in untyped positions (byte order is native:
@@ -142,7 +142,12 @@ def integers_between(min_value: Optional[int] = None, max_value: Optional[int] =
     hi = INT64_MAX if max_value is None else check_int(max_value, "max_value")
     if lo > hi:
         raise InvalidArgument(f"min_value={lo} is greater than max_value={hi}")
-    return _integers_between(lo, hi)
+    return _named_integers_between(lo, hi)
+
+
+@functools.lru_cache(maxsize=None)
+def _named_integers_between(lo: int, hi: int) -> st.SearchStrategy[int]:
+    return named("integers_between", _integers_between(lo, hi), min_value=lo, max_value=hi)
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,8 +156,8 @@ def _integers_between(lo: int, hi: int) -> st.SearchStrategy[int]:
     return st.one_of(st.integers(lo, hi), st.sampled_from(edges))
 
 
-_INT64S = integers_between(INT64_MIN, INT64_MAX)
-_UINT64S = integers_between(0, UINT64_MAX)
+_INT64S = named("int64s", _integers_between(INT64_MIN, INT64_MAX))
+_UINT64S = named("uint64s", _integers_between(0, UINT64_MAX))
 
 
 def int64s() -> st.SearchStrategy[int]:
@@ -175,8 +180,8 @@ def _wide(lo: int, hi: int) -> st.SearchStrategy[int]:
     return st.one_of(st.integers(lo, hi), beyond, st.sampled_from([e for e in INT_EDGES if lo <= e <= hi]))
 
 
-_BIG_INTS = _wide(Int128.MIN, Int128.MAX)
-_INT128S = _BIG_INTS.map(Int128)
+_BIG_INTS = named("big_ints", _wide(Int128.MIN, Int128.MAX))
+_INT128S = named("int128s", _wide(Int128.MIN, Int128.MAX).map(Int128))
 
 
 def int128s() -> st.SearchStrategy[Int128]:
@@ -214,7 +219,7 @@ def nan_payloads() -> st.SearchStrategy[float]:
     return _NAN_PAYLOADS
 
 
-_EDGE_FLOATS = st.one_of(st.floats(), st.sampled_from(SPECIAL_FLOATS), _NAN_PAYLOADS)
+_EDGE_FLOATS = named("edge_floats", st.one_of(st.floats(), st.sampled_from(SPECIAL_FLOATS), _NAN_PAYLOADS))
 
 
 def edge_floats(*, allow_nan: bool = True, allow_infinity: bool = True) -> st.SearchStrategy[float]:
@@ -230,7 +235,7 @@ def edge_floats(*, allow_nan: bool = True, allow_infinity: bool = True) -> st.Se
     branches = [st.floats(allow_nan=allow_nan, allow_infinity=allow_infinity), st.sampled_from(specials)]
     if allow_nan:
         branches.append(_NAN_PAYLOADS)
-    return st.one_of(branches)
+    return named("edge_floats", st.one_of(branches), allow_nan=allow_nan, allow_infinity=allow_infinity)
 
 
 def texts(*, min_size: int = 0, max_size: Optional[int] = None, pattern: Optional[str] = None) -> st.SearchStrategy[str]:
@@ -259,7 +264,8 @@ def texts(*, min_size: int = 0, max_size: Optional[int] = None, pattern: Optiona
 def _sized_texts(min_size: int, max_size: Optional[int]) -> st.SearchStrategy[str]:
     specials = [s for s in SPECIAL_TEXTS if min_size <= len(s) and (max_size is None or len(s) <= max_size)]
     generated = st.text(st.one_of(_UTF8_CHARS, _INTERESTING_CHARS), min_size=min_size, max_size=max_size)
-    return st.one_of(generated, st.sampled_from(specials)) if specials else generated
+    strategy = st.one_of(generated, st.sampled_from(specials)) if specials else generated
+    return named("texts", strategy, min_size=min_size, max_size=max_size)
 
 
 _AFFIX = st.text(_UTF8_CHARS, max_size=4)
@@ -285,7 +291,7 @@ def unencodable_text() -> st.SearchStrategy[str]:
 
 
 @named_composite("numpy_scalars")
-def _numpy_scalars(draw, dtypes: Tuple[str, ...]) -> np.generic:
+def _numpy_scalars(draw, dtypes: Tuple[str, ...] = NUMPY_SCALAR_DTYPES) -> np.generic:
     dtype = np.dtype(draw(choice(dtypes)))
     raw = draw(exact_binary(dtype.itemsize))
     if dtype == np.bool_:
@@ -293,7 +299,7 @@ def _numpy_scalars(draw, dtypes: Tuple[str, ...]) -> np.generic:
     return np.frombuffer(raw, dtype=dtype)[0]
 
 
-_NUMPY_SCALARS = _numpy_scalars(dtypes=NUMPY_SCALAR_DTYPES)
+_NUMPY_SCALARS = _numpy_scalars()
 
 
 def numpy_scalars(*, dtypes: Optional[Sequence[str]] = None) -> st.SearchStrategy[np.generic]:
@@ -313,7 +319,7 @@ def numpy_scalars(*, dtypes: Optional[Sequence[str]] = None) -> st.SearchStrateg
 
 
 @named_composite("arrays")
-def _arrays(draw, typecodes: Tuple[str, ...], max_size: int) -> array:
+def _arrays(draw, typecodes: Tuple[str, ...] = ARRAY_TYPECODES_GENERATED, max_size: int = 8) -> array:
     code = draw(choice(typecodes))
     n = draw(ints(0, max_size))
     if code == "u":
@@ -328,9 +334,10 @@ def arrays(*, typecodes: Optional[Sequence[str]] = None, max_size: int = 8) -> s
 
     Shrinks toward an empty ``array('q')``.
     """
-    codes = ARRAY_TYPECODES_GENERATED if typecodes is None else check_subset(typecodes, "typecodes", ARRAY_TYPECODES)
-    check_int(max_size, "max_size", min_value=0)
-    return _cached_arrays(typecodes=codes, max_size=max_size)
+    chosen: dict = {} if typecodes is None else {"typecodes": check_subset(typecodes, "typecodes", ARRAY_TYPECODES)}
+    if check_int(max_size, "max_size", min_value=0) != 8:
+        chosen["max_size"] = max_size
+    return _cached_arrays(**chosen)
 
 
 _cached_arrays = functools.lru_cache(maxsize=None)(_arrays)

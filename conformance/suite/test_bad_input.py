@@ -45,7 +45,7 @@ def _check_outcome(codec, frames, msg, damaged):
 @each_message_type
 @given(data=st.data())
 def test_damaged_frames_give_a_message_or_the_declared_decode_error(codec, tag, data):
-    msg = data.draw(message_strategy(tag), label="message")
+    msg = data.draw(message_strategy(tag, codec), label="message")
     frames = frames_bytes(codec.encode(msg))
     damaged = mutate(frames, data)
     _check_outcome(codec, frames, msg, damaged)

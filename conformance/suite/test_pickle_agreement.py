@@ -17,7 +17,7 @@ from conformance.properties import check_equivalent, each_message_type, message_
 @each_message_type
 @given(data=st.data())
 def test_decodes_to_what_pickle_decodes(codec, pickle_baseline, tag, data):
-    msg = data.draw(message_strategy(tag), label="message")
+    msg = data.draw(message_strategy(tag, codec), label="message")
     try:
         expected = pickle_baseline.decode(pickle_baseline.encode(msg))
     except pickle_baseline.decode_error:

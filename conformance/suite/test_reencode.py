@@ -11,7 +11,7 @@ from conformance.properties import PropertyFailure, check_equivalent, each_messa
 @each_message_type
 @given(data=st.data())
 def test_encoding_is_deterministic_and_a_second_hop_reencodes_identically(codec, tag, data):
-    msg = data.draw(message_strategy(tag), label="message")
+    msg = data.draw(message_strategy(tag, codec), label="message")
     first = frames_bytes(codec.encode(msg))
     if not codec.caps.byte_stable:
         hop = codec.decode(first)

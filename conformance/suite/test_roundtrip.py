@@ -11,6 +11,6 @@ from conformance.properties import check_equivalent, each_message_type, message_
 @each_message_type
 @given(data=st.data())
 def test_decode_of_encode_is_equivalent_to_the_message(codec, tag, data):
-    msg = data.draw(message_strategy(tag), label="message")
+    msg = data.draw(message_strategy(tag, codec), label="message")
     decoded = codec.decode(codec.encode(msg))
     check_equivalent(msg, decoded, codec=codec.name, what="decode(encode(m)) differs from m", msg=msg)

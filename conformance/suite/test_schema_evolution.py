@@ -48,7 +48,7 @@ def _default(field: msgspec.inspect.Field):
 @given(data=st.data())
 def test_message_from_an_older_schema_decodes_with_defaults(codec, tag, data):
     cls = MESSAGE_TYPES[tag]
-    msg = data.draw(message_strategy(tag), label="message")
+    msg = data.draw(message_strategy(tag, codec), label="message")
     fields = msgspec.inspect.type_info(cls).fields
     drop = data.draw(st.integers(1, _trailing_defaulted(cls)), label="trailing fields the old sender lacks")
     body = generic_body(REFERENCE.encode(msg)[0])
@@ -60,7 +60,7 @@ def test_message_from_an_older_schema_decodes_with_defaults(codec, tag, data):
 @pytest.mark.parametrize("tag", MESSAGE_TAGS)
 @given(data=st.data())
 def test_message_from_a_newer_schema_decodes_ignoring_extra_fields(codec, tag, data):
-    msg = data.draw(message_strategy(tag), label="message")
+    msg = data.draw(message_strategy(tag, codec), label="message")
     extra = data.draw(
         st.lists(st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.lists(st.booleans(), max_size=2)), min_size=1, max_size=3),
         label="fields a newer sender appends",

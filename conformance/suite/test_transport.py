@@ -31,7 +31,7 @@ def endpoint(request, tmp_path_factory):
 @given(data=st.data())
 def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, data):
     streams = [
-        data.draw(st.lists(st.sampled_from(MESSAGE_TAGS).flatmap(message_strategy), min_size=1, max_size=4), label=f"sender {k}")
+        data.draw(st.lists(st.sampled_from(MESSAGE_TAGS).flatmap(lambda tag: message_strategy(tag, codec)), min_size=1, max_size=4), label=f"sender {k}")
         for k in range(SENDERS)
     ]
     ctx = zmq.Context()

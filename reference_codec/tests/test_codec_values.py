@@ -317,3 +317,14 @@ def test_structured_ndarray_with_padding_keeps_its_padding(codec):
     values["a"] = [1, 2]
     got = feature_of(roundtrip(codec, embeds_msg(values)))
     assert got.dtype == dtype and got.dtype.names == ("a", "b") and got.tobytes() == values.tobytes()
+
+
+def test_typed_set_is_written_in_ascending_order_so_a_second_hop_is_byte_identical():
+    stops = set()
+    stops.add(15)
+    stops.add(7)  # collides with 15 in an 8-slot table: iterates [7, 15] here, [15, 7] once rebuilt
+    msg = minimal(s.TokenizedGenerateReqInput)
+    msg.sampling_params = s.SamplingParams(stop_token_ids=stops)
+    first = V1.encode(msg)
+    assert V1.encode(V1.decode(first)) == first
+    assert V1.decode(first).sampling_params.stop_token_ids == {7, 15}

@@ -1,0 +1,105 @@
+"""Profiles: what each one sets, how the environment selects one, and targeting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis.errors import InvalidArgument
+
+import strategies
+from strategies import profiles
+from reference_codec.schema import FlushCacheReqInput, GetInternalStateReqOutput
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ci_profile_is_deterministic_bounded_and_writes_no_database():
+    ci = settings.get_profile("ci")
+    assert ci.derandomize is True
+    assert ci.database is None
+    assert ci.deadline is None
+    assert ci.max_examples == profiles.CI_MAX_EXAMPLES <= 100
+    assert Phase.target not in ci.phases and Phase.generate in ci.phases and Phase.shrink in ci.phases
+
+
+def test_nightly_profile_runs_many_examples_with_targeting():
+    nightly = settings.get_profile("nightly")
+    assert nightly.max_examples >= 1000 and Phase.target in nightly.phases and nightly.deadline is None
+
+
+def test_dev_profile_keeps_hypothesis_defaults_but_the_deadline():
+    dev, default = settings.get_profile("dev"), settings.get_profile("default")
+    assert dev.max_examples == default.max_examples and dev.derandomize is False and dev.deadline is None
+
+
+@pytest.mark.parametrize("name", profiles.PROFILES)
+def test_no_profile_suppresses_a_health_check(name):
+    assert tuple(settings.get_profile(name).suppress_health_check) == ()
+
+
+@pytest.mark.parametrize(
+    "environ, expected",
+    [
+        ({}, "dev"),
+        ({"CI": "true"}, "ci"),
+        ({"CI": "TRUE"}, "ci"),
+        ({"CI": "false"}, "dev"),
+        ({"CI": "true", "HYPOTHESIS_PROFILE": "nightly"}, "nightly"),
+        ({"HYPOTHESIS_PROFILE": "ci"}, "ci"),
+        ({"HYPOTHESIS_PROFILE": "  "}, "dev"),
+    ],
+)
+def test_the_environment_selects_the_profile(environ, expected):
+    assert profiles.profile_from_environment(environ) == expected
+
+
+def test_an_unregistered_profile_name_is_refused_naming_the_variable():
+    with pytest.raises(InvalidArgument, match="HYPOTHESIS_PROFILE='nope'"):
+        profiles.load_profile({"HYPOTHESIS_PROFILE": "nope"})
+
+
+def _profile_after_import(**overrides) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "HYPOTHESIS_PROFILE")}
+    env.update(overrides)
+    code = "import strategies; from hypothesis import settings; print(settings.get_current_profile_name())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_importing_strategies_loads_ci_when_ci_is_true_and_the_variable_is_unset():
+    # Hypothesis loads its own "ci" profile (which suppresses a health check)
+    # whenever $CI exists; importing strategies must replace it with ours.
+    assert _profile_after_import(CI="true") == "ci"
+    assert _profile_after_import(CI="true", HYPOTHESIS_PROFILE="nightly") == "nightly"
+
+
+def test_large_batches_reach_256_only_under_nightly():
+    previous = profiles.current_profile()
+    try:
+        settings.load_profile("nightly")
+        assert profiles.large_batch_limit() == 256
+        settings.load_profile("ci")
+        assert profiles.large_batch_limit() == 64
+    finally:
+        settings.load_profile(previous)
+
+
+def test_measure_counts_leaves_depth_and_bytes():
+    import torch
+
+    msg = GetInternalStateReqOutput(internal_state={"a": [1, 2], "t": torch.zeros(3, dtype=torch.float64)})
+    size = strategies.measure(msg)
+    # leaves: rid, http_worker_ipc, keys "a" and "t", 1, 2, three tensor elements
+    assert size.leaves == 9
+    assert size.depth == 4  # message > dict > list > int
+    assert size.nbytes >= 24
+
+
+@given(strategies.from_struct(FlushCacheReqInput))
+def test_target_size_reports_to_hypothesis_from_inside_a_test(msg):
+    assert strategies.target_size(msg) == strategies.measure(msg)
