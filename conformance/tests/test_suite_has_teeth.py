@@ -22,7 +22,9 @@ def run_suite(codec: str, selection: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, HYPOTHESIS_PROFILE="ci", PYTHONHASHSEED="0")
     env.pop("IPC_CONFORMANCE_FAILURE_LIST", None)
     return subprocess.run(
-        [sys.executable, "-m", "conformance", "--codec", codec, "-q", "-p", "no:xdist", "-k", selection],
+        # -x: one failure is the evidence; without it every failing property
+        # would be shrunk in turn, minutes per broken codec.
+        [sys.executable, "-m", "conformance", "--codec", codec, "-q", "-x", "-p", "no:xdist", "-k", selection],
         capture_output=True,
         text=True,
         env=env,
