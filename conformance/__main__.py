@@ -19,7 +19,7 @@ import os
 import sys
 from typing import List, Optional
 
-from .plugin import BUILTIN_CODECS, CODEC_ENV, TESTEE_ENV, CodecSelectionError, load_codec, load_testee
+from .plugin import BUILTIN_CODECS, CODEC_ENV, TESTEE_ENV, CodecSelectionError, codec_from_environment
 
 __all__ = ["main"]
 
@@ -56,15 +56,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         os.environ.pop(CODEC_ENV, None)
     if args.profile:
         os.environ["HYPOTHESIS_PROFILE"] = args.profile
-    try:  # fail before pytest starts when the selection is wrong
-        selected = load_testee(os.environ[TESTEE_ENV]) if os.environ.get(TESTEE_ENV) else load_codec(os.environ.get(CODEC_ENV, ""))
+    try:  # fail before pytest starts when the selection is wrong; the suite reuses what loads
+        codec_from_environment()
     except CodecSelectionError as exc:
         print(f"conformance: {exc}", file=sys.stderr)
         print("CONFORMANCE SUITE FAILED: 0 successes, 0 skipped, 0 expected failures, 1 unexpected failures")
         return 2
-    close = getattr(selected.impl, "close", None)
-    if callable(close):
-        close()
     import pytest
 
     options = ["-p", "conformance.report", "-p", "conformance.failure_list", "--rootdir", SUITE_DIR, "-c", os.devnull]

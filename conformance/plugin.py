@@ -213,15 +213,30 @@ def load_testee(command: str) -> CodecUnderTest:
     return CodecUnderTest(impl, caps)
 
 
+# ``python -m conformance`` loads the selection once to fail early and the
+# suite, in the same process, reuses it (a testee program starts only once).
+_loaded: Dict[Tuple[str, str], CodecUnderTest] = {}
+
+
 def codec_from_environment() -> CodecUnderTest:
-    """The implementation named by the environment; fails loudly when none is."""
+    """The implementation named by the environment; fails loudly when none is.
+
+    Loaded once per process and selection; the caller that finishes with it
+    closes it (the suite's ``codec`` fixture does).
+    """
     testee = os.environ.get(TESTEE_ENV)
-    if testee:
-        return load_testee(testee)
     spec = os.environ.get(CODEC_ENV)
-    if not spec:
+    key = ("testee", testee) if testee else ("codec", spec or "")
+    if key in _loaded:
+        return _loaded[key]
+    if testee:
+        selected = load_testee(testee)
+    elif not spec:
         raise CodecSelectionError(
             f"no implementation selected: run `python -m conformance --codec NAME|MODULE:ATTR` "
             f"or set {CODEC_ENV} (built-in names: {', '.join(sorted(BUILTIN_CODECS))})"
         )
-    return load_codec(spec)
+    else:
+        selected = load_codec(spec)
+    _loaded[key] = selected
+    return selected

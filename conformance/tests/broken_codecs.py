@@ -19,17 +19,20 @@ import torch
 from reference_codec import ReferenceCodec
 
 
-def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
-    """Rebuild ``value`` with ``leaf`` applied to every non-container value (structs included as containers)."""
+def _walk(value: Any, leaf: Callable[[Any], Any], tuples: Callable = tuple) -> Any:
+    """Rebuild ``value`` with ``leaf`` applied to every non-container value (structs included as containers).
+
+    Tuples are rebuilt with ``tuples`` (``list`` turns them into lists).
+    """
     if isinstance(value, msgspec.Struct):
-        changes = {f: _walk(getattr(value, f), leaf) for f in value.__struct_fields__}
+        changes = {f: _walk(getattr(value, f), leaf, tuples) for f in value.__struct_fields__}
         return msgspec.structs.replace(value, **changes)
     if type(value) is list:
-        return [_walk(v, leaf) for v in value]
+        return [_walk(v, leaf, tuples) for v in value]
     if type(value) is tuple:
-        return tuple(_walk(v, leaf) for v in value)
+        return tuples(_walk(v, leaf, tuples) for v in value)
     if type(value) is dict:
-        return {k: _walk(v, leaf) for k, v in value.items()}
+        return {k: _walk(v, leaf, tuples) for k, v in value.items()}
     return leaf(value)
 
 
@@ -56,21 +59,7 @@ class TupleAsList(_Broken):
     """Tuples decoded as lists (msgpack has no tuple)."""
 
     def damage(self, msg):
-        def fix(v):
-            return v
-
-        def walk(value):
-            if type(value) is tuple:
-                return [walk(v) for v in value]
-            if isinstance(value, msgspec.Struct):
-                return msgspec.structs.replace(value, **{f: walk(getattr(value, f)) for f in value.__struct_fields__})
-            if type(value) is list:
-                return [walk(v) for v in value]
-            if type(value) is dict:
-                return {k: walk(v) for k, v in value.items()}
-            return fix(value)
-
-        return walk(msg)
+        return _walk(msg, lambda v: v, tuples=list)
 
 
 class NoneLogprobAsZero(_Broken):
