@@ -145,3 +145,87 @@ class CrashesOnJunk(_Broken):
 
     def damage(self, msg):
         return msg
+
+
+# --- decoders the fuzz loop must catch (conformance/tests/test_fuzz_loop.py) ------------
+
+_HUGE_COUNT = b"\xdd\xff\xff\xff\xff"
+
+
+class _FuzzBroken(ReferenceCodec):
+    """The reference codec except on the first input of a run holding a 2**32-1 array count (a lie_count attack).
+
+    "First" across worker restarts: a marker file in ``$IPC_FUZZ_BROKEN_MARKER_DIR``
+    (set by the test) records that it has misbehaved, so a run has exactly one finding.
+    """
+
+    def misbehave(self) -> Any:
+        raise NotImplementedError
+
+    def decode(self, frames):
+        import os
+
+        if frames and _HUGE_COUNT in bytes(frames[0]):
+            marker = os.path.join(os.environ.get("IPC_FUZZ_BROKEN_MARKER_DIR", "/nonexistent"), type(self).__name__)
+            if os.path.isdir(os.path.dirname(marker)) and not os.path.exists(marker):
+                open(marker, "w").close()
+                return self.misbehave()
+        return super().decode(frames)
+
+
+class HangsOnHugeCount(_FuzzBroken):
+    name = "broken:HangsOnHugeCount"
+
+    def misbehave(self):
+        import time
+
+        while True:  # what a decoder that trusts a count and waits for the data does
+            time.sleep(1)
+
+
+class DiesOnHugeCount(_FuzzBroken):
+    name = "broken:DiesOnHugeCount"
+
+    def misbehave(self):
+        import os
+
+        os._exit(3)  # a segfault in a C extension looks the same to the parent
+
+
+class AllocatesOnHugeCount(_FuzzBroken):
+    name = "broken:AllocatesOnHugeCount"
+
+    def misbehave(self):
+        block = bytearray(400 << 20)  # touched: resident, not just reserved
+        del block
+        from reference_codec import DecodeError
+
+        raise DecodeError("refused, but only after allocating 400 MiB")
+
+
+class UnpicklesBinValues(ReferenceCodec):
+    """Unpickles every msgpack bin it finds in the body: code execution from the wire."""
+
+    name = "broken:UnpicklesBinValues"
+
+    def decode(self, frames):
+        import pickle
+
+        def unpickle_all(value):
+            if isinstance(value, (bytes, bytearray)):
+                try:
+                    pickle.loads(value)
+                except Exception:
+                    pass
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    unpickle_all(v)
+            elif isinstance(value, dict):
+                for v in value.values():
+                    unpickle_all(v)
+
+        try:
+            unpickle_all(msgspec.msgpack.decode(bytes(frames[0]), ext_hook=lambda c, d: None))
+        except Exception:
+            pass
+        return super().decode(frames)

@@ -1,0 +1,84 @@
+"""The fuzz loop catches every way a decoder can break the contract, and stays reproducible."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.fuzz.harness import Harness
+from conformance.fuzz.loop import RunConfig, Target, reproduce, run
+from conformance.fuzz.pickle_probe import PickleProbe
+from conformance.plugin import load_codec
+
+BROKEN = "conformance.tests.broken_codecs:"
+# Small runs: one worker, short watchdog, few seeds. Enough inputs that a lie_count
+# of 2**32-1 (about one input in 60) appears several times.
+SMALL = dict(frames=600, workers=1, per_type=1, hang_timeout=4.0, seed=3)
+
+
+def test_the_reference_decoder_keeps_the_contract_on_every_input():
+    result = run(Target(codec="reference-v2"), RunConfig(**{**SMALL, "workers": 2, "frames": 3000}))
+    assert result.passed, result.summary()
+    assert result.tried == 3000
+    assert result.counts["rejected"] > 2000 and result.counts.get("decoded", 0) > 0
+    assert set(result.by_attack) == {"bytes", "buffer_metadata", "buffer_prefix", "ext_code", "frame_structure",
+                                     "lie_count", "lie_length", "replace_value"}
+
+
+@pytest.mark.parametrize(
+    "spec, kind",
+    [
+        ("HangsOnHugeCount", "hang"),
+        ("DiesOnHugeCount", "crash"),
+        ("AllocatesOnHugeCount", "memory"),
+        ("UnpicklesBinValues", "code-executed"),
+        ("CrashesOnJunk", "other-exception"),
+    ],
+)
+def test_the_loop_reports_each_broken_decoder_and_carries_on(spec, kind, tmp_path, monkeypatch):
+    monkeypatch.setenv("IPC_FUZZ_BROKEN_MARKER_DIR", str(tmp_path))  # misbehave once per run (see _FuzzBroken)
+    config = RunConfig(**SMALL, memory_bound=128 << 20)
+    result = run(Target(codec=BROKEN + spec), config)
+    assert not result.passed
+    assert result.counts.get(kind, 0) >= 1, result.summary()
+    # one bad input costs one finding, not the run: every input was still tried
+    assert result.tried == config.frames, result.summary()
+    assert f"FINDING {kind}" in result.summary()
+
+
+def test_an_input_is_reproduced_from_the_seed_and_its_index():
+    target = Target(codec=BROKEN + "CrashesOnJunk")
+    result = run(target, RunConfig(**SMALL))
+    finding = next(f for f in result.findings if f.kind == "other-exception")
+    name, frames, outcome = reproduce(target, SMALL["seed"], finding.index, per_type=SMALL["per_type"])
+    assert name == finding.attack
+    assert outcome.signature == finding.signature
+
+
+def test_the_probe_payload_really_runs_when_unpickled():
+    """The no-code-execution checks are only as good as the probe: it must create its file."""
+    import pickle
+
+    probe = PickleProbe()
+    for payload in probe.payloads():
+        assert not probe.executed()
+        pickle.loads(payload).close()
+        assert probe.executed()
+        probe.reset()
+
+
+def test_the_harness_counts_a_non_message_result_as_a_finding():
+    class ReturnsInts:
+        name = "returns-ints"
+
+        def encode(self, msg):
+            return [b""]
+
+        def decode(self, frames):
+            return 0
+
+    from conformance.plugin import CodecUnderTest, _capabilities
+
+    impl = ReturnsInts()
+    codec = CodecUnderTest(impl, _capabilities(impl, "returns-ints"))
+    assert Harness(codec, PickleProbe()).run([b"\x00"]).kind == "not-a-message"
+    assert Harness(load_codec("reference"), PickleProbe()).run([b"\x00"]).kind == "rejected"
