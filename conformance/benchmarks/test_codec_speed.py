@@ -1,71 +1,70 @@
-"""Round-trip speed of the reference codec against the pickle baseline (and SGLang when installed).
+"""Encode, decode and round-trip time of every codec on every corpus family, and bytes on the wire.
 
-Run with ``tox -e bench`` (``pytest conformance/benchmarks --benchmark-only``).
-pytest-benchmark groups each message family, so the table compares codecs
-measured side by side in one run; read ratios, not absolute times. Nothing
-here asserts a time: regression gating compares saved runs
-(``--benchmark-compare --benchmark-compare-fail=median:15%``).
+Codecs: the reference (wire v1, and wire v2 with tensors of 64 KiB or more as
+separate zero-copy frames), pickle (highest protocol; protocol 5 with
+out-of-band buffers) and SGLang 0.5.23's own codec when it is installed.
+Families: :mod:`conformance.benchmarks.corpus`. Single-tensor families also
+time one plain memcpy of the tensor's bytes (``numpy.copyto``) (codec ``memcpy``), the
+yardstick for "a zero-copy round trip costs less than one memcpy".
+
+Each benchmark records ``family``, ``op``, ``codec`` and ``bytes_on_wire`` in
+``extra_info``; ``python -m conformance.benchmarks report`` turns the JSON of
+a run into the README table. Nothing here asserts a time.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
-from conformance.codecs.sglang import sglang_available
-from reference_codec import PickleCodec, ReferenceCodec
-from reference_codec.tests.samples import batch_token_id_output, flush_cache
+from conformance.benchmarks import corpus
+from conformance.benchmarks.codecs import CODEC_NAMES, get_codec, sglang_available, wire_bytes
 
-CODECS = {
-    "reference-v1": ReferenceCodec(),
-    "reference-v2": ReferenceCodec(out_of_band_threshold=65536),
-    "pickle": PickleCodec(),
-    "pickle-oob": PickleCodec(out_of_band=True),
-}
+OPS = ["encode", "decode", "roundtrip"]
 
 
-def _sglang_roundtrip():
-    from conformance.codecs.sglang import SGLangCodec
-
-    codec = SGLangCodec()
-    io = codec._io
-
-    def prepare(msg):
-        native = codec.to_sglang(msg)  # converted once, outside the timed call: SGLang's codec alone is timed
-        return lambda: io.msgpack_decode(io.msgpack_encode(native))
-
-    return prepare
+def _codec_or_skip(name: str):
+    if name == "sglang" and not sglang_available():
+        pytest.skip("SGLang 0.5.23 is not installed (tox -e sglang, or the sglang venv)")
+    return get_codec(name)
 
 
-FAMILIES = {
-    "control-FlushCacheReqInput": flush_cache,
-    "BatchTokenIDOutput-1": lambda: batch_token_id_output(1),
-    "BatchTokenIDOutput-32": lambda: batch_token_id_output(32),
-    "BatchTokenIDOutput-256": lambda: batch_token_id_output(256),
-}
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("codec_name", CODEC_NAMES)
+@pytest.mark.parametrize("family", list(corpus.FAMILIES))
+def test_codec(benchmark, family, codec_name, op):
+    codec = _codec_or_skip(codec_name)
+    obj = codec.prepare(corpus.build(family))
+    frames = codec.encode(obj)
+    benchmark.group = f"{family} {op}"
+    benchmark.extra_info.update(
+        family=family, op=op, codec=codec_name, bytes_on_wire=wire_bytes(frames), frames=len(frames)
+    )
+    if family.startswith("tensor-"):
+        benchmark.extra_info["payload_bytes"] = corpus.payload_tensor_bytes(corpus.build(family))
+    encode, decode = codec.encode, codec.decode
+    if op == "encode":
+        benchmark(encode, obj)
+    elif op == "decode":
+        benchmark(decode, frames)
+    else:
+        benchmark(lambda: decode(encode(obj)))
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-@pytest.mark.parametrize("codec_name", [*CODECS, "sglang"])
-def test_round_trip(benchmark, family, codec_name):
-    msg = FAMILIES[family]()
-    benchmark.group = family
-    if codec_name == "sglang":
-        if not sglang_available():
-            pytest.skip("SGLang 0.5.23 is not installed (tox -e sglang)")
-        benchmark(_sglang_roundtrip()(msg))
-        return
-    codec = CODECS[codec_name]
-    frames = codec.encode(msg)
-    benchmark.extra_info["bytes_on_wire"] = sum(memoryview(f).nbytes for f in frames)
-    benchmark(lambda: codec.decode(codec.encode(msg)))
+@pytest.mark.parametrize("family", [f for f in corpus.FAMILIES if f.startswith("tensor-")])
+def test_memcpy(benchmark, family):
+    """One copy of the tensor's bytes into an allocated tensor: the yardstick of the zero-copy target.
 
-
-@pytest.mark.parametrize("size", [1 << 10, 1 << 20, 64 << 20], ids=["1KiB", "1MiB", "64MiB"])
-@pytest.mark.parametrize("codec_name", list(CODECS))
-def test_single_tensor_round_trip(benchmark, size, codec_name):
-    msg = batch_token_id_output(1)
-    msg.routed_experts = [torch.ones(size // 4, dtype=torch.float32)]
-    codec = CODECS[codec_name]
-    benchmark.group = f"tensor-{size}"
-    benchmark(lambda: codec.decode(codec.encode(msg)))
+    ``numpy.copyto`` on the tensors' memory is one single-threaded memcpy, as
+    a codec's copy is (``Tensor.copy_`` may split a large copy over torch's
+    intra-op threads, which on a loaded machine makes it erratic).
+    """
+    src_tensor = corpus.build(family).pooled_hidden_states[0]
+    dst_tensor = torch.empty_like(src_tensor)
+    src, dst = src_tensor.numpy(), dst_tensor.numpy()
+    benchmark.group = f"{family} roundtrip"
+    benchmark.extra_info.update(
+        family=family, op="roundtrip", codec="memcpy", payload_bytes=src.nbytes
+    )
+    benchmark(np.copyto, dst, src)

@@ -1,0 +1,189 @@
+"""``python -m conformance.benchmarks``: run the benchmarks, make the README table, gate a change.
+
+Subcommands::
+
+    run       [--out-dir reports] [--full] [--baseline JSON | --baseline-ref REF] [gate options] [-- pytest args]
+    report    RESULTS.json [--out FILE] [--command TEXT]
+    gate      BASELINE.json CURRENT.json [--threshold 0.1] [--iqr-factor 2] [--max-threshold 1]
+              [--codecs reference-v1,reference-v2 | --codecs all] [--normalize pickle] [--all]
+    baseline  --ref REF [--out reports/bench-baseline.json] [--full] [-- pytest args]
+
+``run`` writes ``OUT/bench-current.json`` (pytest-benchmark) and
+``OUT/bench-table.md`` (the README table), then gates when a baseline is
+given (``--baseline``/``BENCH_BASELINE``, or ``--baseline-ref``/
+``BENCH_BASELINE_REF`` to measure one first) and says so when it did not.
+Exit status: pytest's when the benchmarks fail, else 1 on a regression,
+2 when the gate has nothing to compare, 0 otherwise.
+
+``baseline`` measures the base commit's *codec* with *this* commit's corpus
+and benchmark modules: it checks ``REF`` out into a temporary git worktree,
+copies this checkout's ``conformance/benchmarks/`` over the worktree's, and
+runs them there (the worktree's ``reference_codec`` is the one imported).
+Same messages, same benchmark names, so every benchmark pairs up, even when
+the change under test edits the benchmarks themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import List, Optional
+
+from . import gate as gate_mod
+from . import results, table
+
+__all__ = ["main"]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+#: Defaults of a run: enough rounds for a stable median on a loaded 2-core machine, under 10 minutes.
+DEFAULT_PYTEST_ARGS = ["--benchmark-min-rounds=5", "--benchmark-max-time=0.5", "--benchmark-warmup=on", "--benchmark-warmup-iterations=1"]
+
+
+def _pytest(out_json: str, cwd: str, extra: List[str], full: bool, env_extra: Optional[dict] = None) -> int:
+    env = dict(os.environ)
+    if full:
+        env["IPC_BENCH_MAX_TENSOR"] = "256MiB"
+    env.update(env_extra or {})
+    cmd = [
+        sys.executable, "-m", "pytest", "conformance/benchmarks", "--benchmark-only", "-p", "no:cacheprovider",
+        "--benchmark-sort=name", "--benchmark-columns=median,iqr,rounds", f"--benchmark-json={out_json}",
+        *DEFAULT_PYTEST_ARGS, *extra,
+    ]
+    print("+", shlex.join(cmd), f"(in {cwd})", flush=True)
+    return subprocess.call(cmd, cwd=cwd, env=env)
+
+
+def _report(results_json: str, out: Optional[str], command: Optional[str]) -> str:
+    text = table.render(results.load(results_json), command=command, machine=results.machine_line(results_json))
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    return text
+
+
+def _gate(baseline_json: str, current_json: str, args: argparse.Namespace) -> int:
+    codecs = None if args.codecs == "all" else tuple(c for c in args.codecs.split(",") if c)
+    result = gate_mod.compare(
+        results.load(baseline_json),
+        results.load(current_json),
+        threshold=args.threshold,
+        iqr_factor=args.iqr_factor,
+        max_threshold=args.max_threshold,
+        codecs=codecs,
+        normalize=args.normalize,
+        memory_tolerance=args.memory_tolerance,
+    )
+    print(gate_mod.format_result(result, show_all=args.all), end="")
+    if not result.compared:
+        return 2
+    return 0 if result.passed else 1
+
+
+def make_baseline(ref: str, out_json: str, pytest_args: List[str], full: bool) -> int:
+    """Measure ``ref``'s codec with this checkout's benchmarks (see the module docstring)."""
+    out_json = os.path.abspath(out_json)
+    os.makedirs(os.path.dirname(out_json), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="bench-baseline-")
+    tree = os.path.join(tmp, "tree")
+    subprocess.check_call(["git", "-C", ROOT, "worktree", "add", "--detach", tree, ref])
+    try:
+        target = os.path.join(tree, "conformance", "benchmarks")
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(HERE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        # The live pipeline is never gated; leave it out of the baseline.
+        return _pytest(out_json, tree, pytest_args, full, {"IPC_BENCH_LIVE": "0"})
+    finally:
+        subprocess.call(["git", "-C", ROOT, "worktree", "remove", "--force", tree])
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _add_gate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", type=float, default=gate_mod.DEFAULT_THRESHOLD, help="smallest allowed relative slowdown (default 0.10)")
+    p.add_argument("--iqr-factor", type=float, default=gate_mod.DEFAULT_IQR_FACTOR, help="allowance per unit of the runs' relative IQR (default 2)")
+    p.add_argument("--max-threshold", type=float, default=gate_mod.DEFAULT_MAX_THRESHOLD, help="largest allowance, however noisy (default 1.0)")
+    p.add_argument("--memory-tolerance", type=float, default=gate_mod.DEFAULT_MEMORY_TOLERANCE, help="allowed rise of decode peak / payload (default 0.10)")
+    p.add_argument("--codecs", default=",".join(gate_mod.DEFAULT_CODECS), help="comma-separated codecs to gate, or 'all'")
+    p.add_argument("--normalize", choices=["pickle"], default=None, help="gate times as ratios to pickle's in the same run")
+    p.add_argument("--all", action="store_true", help="print every gated benchmark, not only those outside their allowance")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m conformance.benchmarks", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("run", help="run the benchmarks, write the table, gate when a baseline is given")
+    p.add_argument("--out-dir", default="reports")
+    p.add_argument("--full", action="store_true", help="single tensors up to 256 MiB (default: up to IPC_BENCH_MAX_TENSOR or 64 MiB)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--baseline", default=os.environ.get("BENCH_BASELINE") or None, help="baseline JSON (env BENCH_BASELINE)")
+    g.add_argument("--baseline-ref", default=os.environ.get("BENCH_BASELINE_REF") or None, help="git ref to measure as the baseline first (env BENCH_BASELINE_REF)")
+    _add_gate_options(p)
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to pytest")
+
+    p = sub.add_parser("report", help="the README markdown table of one pytest-benchmark JSON")
+    p.add_argument("results")
+    p.add_argument("--out")
+    p.add_argument("--command", help="the command line to print above the table")
+
+    p = sub.add_parser("gate", help="compare two pytest-benchmark JSON files; exit 1 on a regression")
+    p.add_argument("baseline")
+    p.add_argument("current")
+    _add_gate_options(p)
+
+    p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
+    p.add_argument("--ref", required=True)
+    p.add_argument("--out", default=os.path.join("reports", "bench-baseline.json"))
+    p.add_argument("--full", action="store_true")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _strip_dashes(args: List[str]) -> List[str]:
+    return args[1:] if args[:1] == ["--"] else args
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "report":
+        print(_report(args.results, args.out, args.command), end="")
+        return 0
+    if args.cmd == "gate":
+        return _gate(args.baseline, args.current, args)
+    if args.cmd == "baseline":
+        return make_baseline(args.ref, args.out, _strip_dashes(args.pytest_args), args.full)
+
+    # run
+    pytest_args = _strip_dashes(args.pytest_args)
+    os.makedirs(args.out_dir, exist_ok=True)
+    baseline = args.baseline
+    if args.baseline_ref:
+        baseline = os.path.join(args.out_dir, "bench-baseline.json")
+        rc = make_baseline(args.baseline_ref, baseline, pytest_args, args.full)
+        if rc != 0:
+            print(f"baseline run of {args.baseline_ref} failed (pytest exit {rc})", file=sys.stderr)
+            return rc
+    current = os.path.join(args.out_dir, "bench-current.json")
+    rc = _pytest(os.path.abspath(current), ROOT, pytest_args, args.full)
+    if rc != 0:
+        return rc
+    md = os.path.join(args.out_dir, "bench-table.md")
+    command = "python -m conformance.benchmarks run" + (" --full" if args.full else "") + (
+        " -- " + shlex.join(pytest_args) if pytest_args else ""
+    )
+    print(_report(current, md, command), end="")
+    print(f"wrote {current} and {md}")
+    if not baseline:
+        print("NOT GATED: no baseline (give --baseline JSON / BENCH_BASELINE, or --baseline-ref REF / BENCH_BASELINE_REF)")
+        return 0
+    print(f"gating {current} against {baseline}")
+    return _gate(baseline, current, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

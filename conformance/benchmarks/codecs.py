@@ -1,0 +1,70 @@
+"""The codecs measured side by side, behind one small interface.
+
+Each entry has ``prepare(msg)`` (done once, outside the timed call),
+``encode(obj) -> frames`` and ``decode(frames) -> obj``. For the reference and
+pickle codecs ``prepare`` is the identity. For SGLang 0.5.23 it converts the
+reference message into SGLang's own classes once, so that only SGLang's
+``msgpack_encode``/``msgpack_decode`` are timed, not the adapter's conversion.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Dict, List, NamedTuple
+
+from reference_codec import PickleCodec, ReferenceCodec
+
+__all__ = ["BenchCodec", "CODEC_NAMES", "BASELINE", "get_codec", "sglang_available", "wire_bytes"]
+
+#: Every codec of the benchmarks, in table column order. ``pickle`` is the baseline of the ratios.
+CODEC_NAMES: List[str] = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang"]
+BASELINE = "pickle"
+
+
+class BenchCodec(NamedTuple):
+    name: str
+    prepare: Callable[[Any], Any]
+    encode: Callable[[Any], List[Any]]
+    decode: Callable[[List[Any]], Any]
+
+
+def _identity(msg: Any) -> Any:
+    return msg
+
+
+def sglang_available() -> bool:
+    from conformance.codecs.sglang import sglang_available as available
+
+    return available()
+
+
+@functools.lru_cache(maxsize=None)
+def get_codec(name: str) -> BenchCodec:
+    """The codec called ``name`` (``RuntimeError`` for SGLang when it is not installed)."""
+    if name == "reference-v1":
+        codec: Any = ReferenceCodec()
+    elif name == "reference-v2":
+        codec = ReferenceCodec(out_of_band_threshold=65536)
+    elif name == "pickle":
+        codec = PickleCodec()
+    elif name == "pickle-oob":
+        codec = PickleCodec(out_of_band=True)
+    elif name == "sglang":
+        from conformance.codecs.sglang import SGLangCodec
+
+        adapter = SGLangCodec()
+        io = adapter._io
+        return BenchCodec(
+            name,
+            adapter.to_sglang,
+            lambda obj: [io.msgpack_encode(obj)],
+            lambda frames: io.msgpack_decode(frames[0]),
+        )
+    else:
+        raise ValueError(f"unknown benchmark codec {name!r}; choose from {CODEC_NAMES}")
+    return BenchCodec(name, _identity, codec.encode, codec.decode)
+
+
+def wire_bytes(frames: List[Any]) -> int:
+    """Bytes on the wire: the sum of the frames' lengths (ZeroMQ adds a few bytes of framing per frame)."""
+    return sum(memoryview(f).nbytes for f in frames)

@@ -1,0 +1,219 @@
+"""Turn one pytest-benchmark JSON run into the README's markdown table and its target lines.
+
+One row per family and measure, one column per codec. Time cells read
+``median (speed-up)`` where the speed-up is pickle's median over the codec's
+median *in the same run* (above 1 is faster than pickle). Bytes cells read
+``size (size / pickle's size)``. ZeroMQ cells add round trips per second and
+GB/s (both directions' bytes on the wire over the median). Memory cells are
+the decode's peak memory over its payload. Live cells are requests per second
+and the mean inter-token latency.
+
+Below the table, one line per target says met or MISSED with the figures;
+a target that could not be measured (SGLang not installed, no memory probe)
+says so instead of passing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from .results import Record
+
+__all__ = ["render", "targets", "fmt_time", "fmt_bytes"]
+
+COLUMNS = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang", "memcpy"]
+HEADERS = {
+    "pickle": "pickle (baseline)",
+    "pickle-oob": "pickle 5 + out-of-band",
+    "reference-v1": "reference wire v1",
+    "reference-v2": "reference wire v2",
+    "sglang": "SGLang 0.5.23",
+    "memcpy": "memcpy",
+}
+OP_LABELS = {
+    "encode": "encode",
+    "decode": "decode",
+    "roundtrip": "round trip",
+    "bytes": "bytes on the wire",
+    "zmq": "ZeroMQ ipc:// round trip",
+    "memory": "decode peak memory / payload",
+    "live": "live: req/s, mean ITL",
+}
+OP_ORDER = ["encode", "decode", "roundtrip", "bytes", "zmq", "memory", "live"]
+
+#: Targets of the issue, in one place.
+ROUND_TRIP_VS_PICKLE_MEDIAN = 3.0
+ROUND_TRIP_VS_PICKLE_FLOOR = 1.0
+V1_VS_SGLANG_MEDIAN = 1.2
+MEMCPY_TARGET_MIN_BYTES = 16 << 20
+PEAK_RATIO_TARGET = 1.1
+
+
+def fmt_time(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def _ratio(x: float) -> str:
+    if x >= 1000:
+        return f"{x:,.0f}×"
+    return f"{x:.2f}×" if x < 10 else f"{x:.3g}×"
+
+
+def _index(records: Iterable[Record]) -> Tuple[List[str], Dict[Tuple[str, str, str], Record]]:
+    families: List[str] = []
+    table: Dict[Tuple[str, str, str], Record] = {}
+    for r in records:
+        if r.family not in families:
+            families.append(r.family)
+        table[(r.family, r.op, r.codec)] = r
+    return families, table
+
+
+def _cell(op: str, r: Optional[Record], base: Optional[Record]) -> str:
+    if r is None:
+        return "–"
+    if op == "bytes":
+        n = r.extra.get("bytes_on_wire")
+        if n is None:
+            return "–"
+        b = base.extra.get("bytes_on_wire") if base is not None else None
+        return fmt_bytes(n) + (f" ({_ratio(n / b)})" if b else "")
+    if op == "memory":
+        ratio = r.extra.get("peak_ratio")
+        return "–" if ratio is None else f"{ratio:.2f}"
+    if op == "live":
+        rps, itl = r.extra.get("requests_per_s"), r.extra.get("mean_itl_s")
+        itl_text = "n/a" if itl is None else fmt_time(itl)
+        return "–" if rps is None else f"{rps:.1f}/s, {itl_text}"
+    text = fmt_time(r.median)
+    if base is not None and r is not base and r.median > 0:
+        text += f" ({_ratio(base.median / r.median)})"
+    if op == "zmq" and r.median > 0:
+        n = r.extra.get("bytes_on_wire") or 0
+        text += f"; {1 / r.median:,.0f}/s, {2 * n / r.median / 1e9:.2f} GB/s"
+    return text
+
+
+def render(records: List[Record], *, command: Optional[str] = None, machine: Optional[str] = None) -> str:
+    """The markdown table of one run, then the target lines."""
+    families, table = _index(records)
+    present = {r.codec for r in records}
+    columns = [c for c in COLUMNS if c in present]
+    lines = []
+    if machine:
+        lines.append(f"Measured in one run on {machine}.")
+    if command:
+        lines.append(f"Command: `{command}`")
+    if lines:
+        lines.append("")
+    lines.append(
+        "Times are medians; (×) is the speed-up over pickle measured in the same run (above 1 is faster), "
+        "for bytes the size relative to pickle's."
+    )
+    lines.append("")
+    lines.append("| family | measure | " + " | ".join(HEADERS[c] for c in columns) + " |")
+    lines.append("|---|---|" + "---|" * len(columns))
+    for family in families:
+        ops = [op for op in OP_ORDER if op != "bytes" and any((family, op, c) in table for c in columns)]
+        if "encode" in ops:  # bytes on the wire come with the encode benchmarks
+            ops.insert(ops.index("roundtrip") + 1 if "roundtrip" in ops else len(ops), "bytes")
+        for i, op in enumerate(ops):
+            source_op = "encode" if op == "bytes" else op
+            base = table.get((family, source_op, "pickle"))
+            cells = [_cell(op, table.get((family, source_op, c)), base) for c in columns]
+            lines.append(f"| {family if i == 0 else ''} | {OP_LABELS.get(op, op)} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Targets:")
+    lines.append("")
+    lines.extend(f"- {line}" for line in targets(records))
+    return "\n".join(lines) + "\n"
+
+
+def _speedups(table, families, codec: str, versus: str) -> Dict[str, float]:
+    out = {}
+    for f in families:
+        a, b = table.get((f, "roundtrip", versus)), table.get((f, "roundtrip", codec))
+        if a is not None and b is not None and b.median > 0:
+            out[f] = a.median / b.median
+    return out
+
+
+def _mark(ok: bool) -> str:
+    return "met" if ok else "**MISSED**"
+
+
+def targets(records: List[Record]) -> List[str]:
+    """One line per target of the issue: met, MISSED, or not measured, with the figures."""
+    families, table = _index(records)
+    corpus = [f for f in families if (f, "roundtrip", "pickle") in table]
+    lines = []
+    for codec, label in (("reference-v1", "wire v1"), ("reference-v2", "wire v2")):
+        ups = _speedups(table, corpus, codec, "pickle")
+        if not ups:
+            lines.append(f"Reference {label} round trip vs pickle: not measured.")
+            continue
+        med = statistics.median(ups.values())
+        worst = min(ups, key=ups.get)
+        lines.append(
+            f"{_mark(med >= ROUND_TRIP_VS_PICKLE_MEDIAN)}: reference {label} round trip at least "
+            f"{ROUND_TRIP_VS_PICKLE_MEDIAN:g}× pickle at the corpus median: {_ratio(med)} over {len(ups)} families."
+        )
+        slower = sorted(f for f, x in ups.items() if x < ROUND_TRIP_VS_PICKLE_FLOOR)
+        lines.append(
+            f"{_mark(not slower)}: reference {label} round trip never slower than pickle: slowest "
+            f"{_ratio(ups[worst])} ({worst})" + (f"; slower on {', '.join(slower)}." if slower else ".")
+        )
+    vs = _speedups(table, corpus, "reference-v1", "sglang")
+    if vs:
+        med = statistics.median(vs.values())
+        lines.append(
+            f"{_mark(med >= V1_VS_SGLANG_MEDIAN)}: reference wire v1 round trip at least {V1_VS_SGLANG_MEDIAN:g}× "
+            f"SGLang 0.5.23's codec at the median: {_ratio(med)} over {len(vs)} families "
+            f"(range {_ratio(min(vs.values()))} to {_ratio(max(vs.values()))})."
+        )
+    else:
+        lines.append("Reference wire v1 vs SGLang 0.5.23: not measured (SGLang not installed in this run).")
+    copies = []
+    for f in families:
+        v2, mc = table.get((f, "roundtrip", "reference-v2")), table.get((f, "roundtrip", "memcpy"))
+        if v2 is not None and mc is not None and mc.extra.get("payload_bytes", 0) >= MEMCPY_TARGET_MIN_BYTES:
+            copies.append((f, v2.median / mc.median))
+    if copies:
+        over = [f for f, x in copies if x >= 1.0]
+        detail = ", ".join(f"{f} {x:.3g}" for f, x in copies)
+        lines.append(
+            f"{_mark(not over)}: wire v2 round trip of a tensor of {fmt_bytes(MEMCPY_TARGET_MIN_BYTES)} or more "
+            f"costs less than one memcpy of its bytes (round trip / memcpy: {detail})."
+        )
+    else:
+        lines.append("Wire v2 round trip vs one memcpy: not measured (no single-tensor family of 1 MiB or more).")
+    peaks = [(r.family, r.extra["peak_ratio"]) for r in records if r.op == "memory" and r.codec == "reference-v2" and r.extra.get("peak_ratio") is not None]
+    if peaks:
+        over = [f for f, x in peaks if x > PEAK_RATIO_TARGET]
+        detail = ", ".join(f"{f} {x:.2f}" for f, x in peaks)
+        v1 = [(r.family, r.extra["peak_ratio"]) for r in records if r.op == "memory" and r.codec == "reference-v1" and r.extra.get("peak_ratio") is not None]
+        v1_text = ""
+        if v1:
+            v1_over = [f for f, x in v1 if x > PEAK_RATIO_TARGET]
+            v1_text = (
+                f" Wire v1 (one frame: tensors are copied out of the body): "
+                + ("within target." if not v1_over else f"over on {', '.join(v1_over)} (up to {max(x for _, x in v1):.2f}).")
+            )
+        lines.append(
+            f"{_mark(not over)}: wire v2 decode peak memory at most {PEAK_RATIO_TARGET:g}× the payload "
+            f"({detail}).{v1_text}"
+        )
+    else:
+        lines.append("Decode peak memory: not measured (needs Linux /proc; test_memory.py).")
+    return lines

@@ -1,0 +1,207 @@
+"""Tests of the benchmark tooling (gate, table, CLI) on synthetic pytest-benchmark JSON: no timing, fast."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from conformance.benchmarks import gate, results, table
+from conformance.benchmarks.__main__ import main
+
+
+def bench(family: str, op: str, codec: str, median: float, iqr: float = 0.0, **extra: Any) -> Dict[str, Any]:
+    info = {"family": family, "op": op, "codec": codec, **extra}
+    return {
+        "name": f"test[{family}-{codec}-{op}]",
+        "fullname": f"conformance/benchmarks/test_x.py::test[{family}-{codec}-{op}]",
+        "group": f"{family} {op}",
+        "stats": {"median": median, "iqr": iqr, "rounds": 10, "min": median * 0.9, "mean": median},
+        "extra_info": info,
+    }
+
+
+def run(*benchmarks: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "machine_info": {"python_version": "3.11.7", "cpu": {"brand_raw": "Test CPU", "count": 2}},
+        "commit_info": {"id": "0123456789abcdef", "dirty": False},
+        "datetime": "2026-01-01T00:00:00",
+        "benchmarks": list(benchmarks),
+    }
+
+
+def recs(*benchmarks: Dict[str, Any]) -> List[results.Record]:
+    return results.records_from(run(*benchmarks))
+
+
+def row(result: gate.GateResult, codec: str, op: str = "roundtrip") -> gate.GateRow:
+    (found,) = [r for r in result.rows if r.codec == codec and r.op == op]
+    return found
+
+
+# --- gate -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base, cur, iqr, verdict",
+    [
+        (1.0, 1.05, 0.0, "ok"),  # within the fixed 10%
+        (1.0, 1.11, 0.0, "REGRESSION"),  # just past it
+        (1.0, 1.18, 0.10, "ok"),  # a run with a relative IQR of 10% is allowed 2 x 10% = 20%
+        (1.0, 1.25, 0.10, "REGRESSION"),
+        (1.0, 0.85, 0.0, "faster"),
+        (1.0, 0.95, 0.0, "ok"),
+    ],
+)
+def test_gate_threshold_is_max_of_fixed_and_noise(base, cur, iqr, verdict):
+    result = gate.compare(
+        recs(bench("f", "roundtrip", "reference-v1", base, iqr * base)),
+        recs(bench("f", "roundtrip", "reference-v1", cur, iqr * base)),
+    )
+    assert row(result, "reference-v1").verdict == verdict, row(result, "reference-v1")
+    assert result.passed == (verdict != "REGRESSION")
+
+
+def test_gate_allowance_uses_the_noisier_run_and_is_capped():
+    noisy = gate.compare(recs(bench("f", "roundtrip", "reference-v1", 1.0, 0.3)), recs(bench("f", "roundtrip", "reference-v1", 1.5, 0.0)))
+    assert row(noisy, "reference-v1").allowed == pytest.approx(0.6)
+    assert row(noisy, "reference-v1").verdict == "ok"
+    capped = gate.compare(recs(bench("f", "roundtrip", "reference-v1", 1.0, 5.0)), recs(bench("f", "roundtrip", "reference-v1", 2.1, 0.0)))
+    assert row(capped, "reference-v1").allowed == 1.0
+    assert row(capped, "reference-v1").verdict == "REGRESSION"
+
+
+def test_gate_only_gates_the_chosen_codecs_by_default():
+    base = recs(bench("f", "roundtrip", "pickle", 1.0), bench("f", "roundtrip", "reference-v2", 1.0))
+    cur = recs(bench("f", "roundtrip", "pickle", 3.0), bench("f", "roundtrip", "reference-v2", 1.0))
+    assert gate.compare(base, cur).passed
+    assert not gate.compare(base, cur, codecs=None).passed
+
+
+def test_gate_normalized_by_pickle_cancels_a_uniformly_slower_machine():
+    base = recs(bench("f", "roundtrip", "pickle", 1.0), bench("f", "roundtrip", "reference-v1", 0.25))
+    slower_machine = recs(bench("f", "roundtrip", "pickle", 1.5), bench("f", "roundtrip", "reference-v1", 0.375))
+    assert not gate.compare(base, slower_machine).passed
+    normalized = gate.compare(base, slower_machine, normalize="pickle")
+    assert normalized.passed and row(normalized, "reference-v1").current == pytest.approx(0.25)
+    real = recs(bench("f", "roundtrip", "pickle", 1.5), bench("f", "roundtrip", "reference-v1", 0.6))
+    assert not gate.compare(base, real, normalize="pickle").passed
+
+
+def test_gate_memory_by_absolute_peak_ratio_and_never_probe_time():
+    base = recs(bench("t", "memory", "reference-v2", 3.0, gate_time=False, peak_ratio=1.0))
+    same = recs(bench("t", "memory", "reference-v2", 9.0, gate_time=False, peak_ratio=1.05))
+    worse = recs(bench("t", "memory", "reference-v2", 3.0, gate_time=False, peak_ratio=2.0))
+    assert gate.compare(base, same).passed
+    assert row(gate.compare(base, worse), "reference-v2", "memory").verdict == "REGRESSION"
+
+
+def test_gate_live_and_new_and_missing_benchmarks_do_not_fail():
+    base = recs(bench("f", "roundtrip", "reference-v1", 1.0), bench("gone", "encode", "reference-v1", 1.0),
+                bench("live-c1", "live", "reference-v1", 5.0, gate_time=False))
+    cur = recs(bench("f", "roundtrip", "reference-v1", 1.0), bench("added", "encode", "reference-v1", 1.0),
+               bench("live-c1", "live", "reference-v1", 50.0, gate_time=False))
+    result = gate.compare(base, cur)
+    assert result.passed
+    assert {r.family: r.verdict for r in result.rows} == {"f": "ok", "added": "new", "gone": "missing"}
+
+
+def test_gate_with_nothing_in_common_fails():
+    result = gate.compare(recs(bench("a", "encode", "reference-v1", 1.0)), recs(bench("b", "encode", "reference-v1", 1.0)))
+    assert not result.passed
+    assert "no benchmark in common" in gate.format_result(result)
+
+
+def test_gate_rejects_bad_thresholds():
+    with pytest.raises(ValueError, match="max_threshold"):
+        gate.compare([], [], threshold=0.5, max_threshold=0.1)
+
+
+def test_gate_table_lists_regressions_first():
+    base = recs(bench("a", "encode", "reference-v1", 1.0), bench("b", "encode", "reference-v1", 1.0), bench("c", "encode", "reference-v1", 1.0))
+    cur = recs(bench("a", "encode", "reference-v1", 0.5), bench("b", "encode", "reference-v1", 2.0), bench("c", "encode", "reference-v1", 1.0))
+    text = gate.format_result(gate.compare(base, cur))
+    lines = text.splitlines()
+    assert lines[2].startswith("| REGRESSION | b encode reference-v1 | 1 s | 2 s | +100.0% | 10% |")
+    assert lines[3].startswith("| faster | a encode")
+    assert "c encode" not in text  # within noise: shown only with show_all
+    assert lines[-1] == "BENCHMARK GATE FAILED: 3 compared, 1 regressed, 1 faster, 1 within noise"
+
+
+# --- table ------------------------------------------------------------------
+
+
+def corpus_run(ref_v1: float = 1.0, sglang: Optional[float] = 1.5) -> List[results.Record]:
+    out = []
+    for family, pickle_rt in (("small", 4.0), ("medium", 6.0), ("big", 2.0)):
+        out.append(bench(family, "encode", "pickle", pickle_rt / 2, bytes_on_wire=200))
+        out.append(bench(family, "encode", "reference-v1", ref_v1 / 2, bytes_on_wire=100))
+        out.append(bench(family, "roundtrip", "pickle", pickle_rt))
+        out.append(bench(family, "roundtrip", "reference-v1", ref_v1))
+        out.append(bench(family, "roundtrip", "reference-v2", ref_v1 / 2))
+        if sglang is not None:
+            out.append(bench(family, "roundtrip", "sglang", sglang))
+    return results.records_from(run(*out))
+
+
+def test_table_cells_are_median_and_speedup_over_pickle():
+    text = table.render(corpus_run(), command="python -m conformance.benchmarks run", machine="Test CPU")
+    assert "Command: `python -m conformance.benchmarks run`" in text
+    assert "| family | measure | pickle (baseline) | reference wire v1 | reference wire v2 | SGLang 0.5.23 |" in text
+    assert "| small | encode | 2 s | 500 ms (4.00×) | – | – |" in text
+    assert "|  | round trip | 4 s | 1 s (4.00×) | 500 ms (8.00×) | 1.5 s (2.67×) |" in text
+    assert "|  | bytes on the wire | 200 B (1.00×) | 100 B (0.50×) | – | – |" in text
+
+
+def test_table_targets_met_and_missed():
+    met = "\n".join(table.targets(corpus_run()))
+    assert "met: reference wire v1 round trip at least 3× pickle at the corpus median: 4.00× over 3 families" in met
+    assert "met: reference wire v1 round trip never slower than pickle: slowest 2.00× (big)" in met
+    assert "met: reference wire v1 round trip at least 1.2× SGLang 0.5.23's codec at the median: 1.50×" in met
+    missed = "\n".join(table.targets(corpus_run(ref_v1=3.0, sglang=3.3)))
+    assert "**MISSED**: reference wire v1 round trip at least 3× pickle at the corpus median: 1.33×" in missed
+    assert "**MISSED**: reference wire v1 round trip never slower than pickle: slowest 0.67× (big); slower on big." in missed
+    assert "**MISSED**: reference wire v1 round trip at least 1.2× SGLang" in missed
+
+
+def test_table_says_what_was_not_measured():
+    lines = "\n".join(table.targets(corpus_run(sglang=None)))
+    assert "SGLang 0.5.23: not measured" in lines
+    assert "one memcpy: not measured" in lines
+    assert "Decode peak memory: not measured" in lines
+
+
+def test_table_memcpy_memory_zmq_and_live_rows():
+    big = 64 << 20
+    records = recs(
+        bench("tensor-64MiB", "roundtrip", "pickle", 0.1),
+        bench("tensor-64MiB", "roundtrip", "reference-v2", 0.001),
+        bench("tensor-64MiB", "roundtrip", "memcpy", 0.01, payload_bytes=big),
+        bench("tensor-64MiB", "memory", "reference-v2", 2.0, gate_time=False, peak_ratio=1.0),
+        bench("tensor-64MiB", "memory", "reference-v1", 2.0, gate_time=False, peak_ratio=2.0),
+        bench("tensor-1MiB", "zmq", "reference-v2", 0.001, bytes_on_wire=1 << 20),
+        bench("live-c1", "live", "reference-v1", 5.0, gate_time=False, requests_per_s=12.5, mean_itl_s=0.002),
+    )
+    text = table.render(records)
+    assert "|  | decode peak memory / payload | – | 2.00 | 1.00 | – |" in text
+    assert "1 ms; 1,000/s, 2.10 GB/s" in text
+    assert "| live-c1 | live: req/s, mean ITL | – | 12.5/s, 2 ms | – | – |" in text
+    assert "met: wire v2 round trip of a tensor of 16 MiB or more costs less than one memcpy of its bytes (round trip / memcpy: tensor-64MiB 0.1)" in text
+    assert "met: wire v2 decode peak memory at most 1.1× the payload (tensor-64MiB 1.00). Wire v1" in text
+    assert "over on tensor-64MiB (up to 2.00)" in text
+
+
+# --- command line -------------------------------------------------------------
+
+
+def test_cli_report_and_gate(tmp_path, capsys):
+    base, cur, md = tmp_path / "base.json", tmp_path / "cur.json", tmp_path / "table.md"
+    base.write_text(json.dumps(run(bench("f", "roundtrip", "pickle", 4.0), bench("f", "roundtrip", "reference-v1", 1.0))))
+    cur.write_text(json.dumps(run(bench("f", "roundtrip", "pickle", 4.0), bench("f", "roundtrip", "reference-v1", 1.5))))
+    assert main(["report", str(cur), "--out", str(md)]) == 0
+    assert "Test CPU (2 cores), Python 3.11.7, commit 0123456789" in md.read_text()
+    assert main(["gate", str(base), str(cur)]) == 1
+    assert "BENCHMARK GATE FAILED" in capsys.readouterr().out
+    assert main(["gate", str(base), str(cur), "--threshold", "0.6", "--max-threshold", "1"]) == 0
+    assert main(["gate", str(base), str(base), "--codecs", "sglang"]) == 2
