@@ -112,7 +112,11 @@ def tensor_from_wire(
         tensor = torch.empty(shape, dtype=dtype)
     else:
         source = raw if writable else bytearray(raw)
-        tensor = torch.frombuffer(source, dtype=torch.uint8).view(dtype).reshape(shape)
+        # the length check above makes the buffer a whole number of elements,
+        # so frombuffer can read the dtype directly (one view fewer per tensor)
+        tensor = torch.frombuffer(source, dtype=dtype)
+        if len(shape) != 1:
+            tensor = tensor.reshape(shape)
     if device.type != "cpu":
         tensor = tensor.to(device)
     if requires_grad:

@@ -261,6 +261,11 @@ class ReferenceCodec:
         return map_positions(msg, self._decode_untyped)
 
     def _frame_views(self, frames) -> List[memoryview]:
+        if type(frames) is list and len(frames) == 1 and type(frames[0]) is bytes:
+            # wire v1's usual shape: bytes are already a contiguous byte buffer
+            if len(frames[0]) > self.limits.max_message_bytes:
+                raise DecodeError(f"message of {len(frames[0])} bytes exceeds the limit of {self.limits.max_message_bytes}", "$")
+            return frames
         if isinstance(frames, (bytes, bytearray, memoryview)):
             frames = [frames]
         elif not isinstance(frames, (list, tuple)):
