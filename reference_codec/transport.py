@@ -14,17 +14,26 @@ buffers untouched until ``tracker.done``.
 
 Received frames are ZeroMQ frames owned by the receiver (``copy=False``), so
 the reference codec decodes out-of-band buffers in place, with no copy.
+
+A receiving process should not die on one bad message: :func:`serve` is the
+loop that decodes each multipart message, hands valid ones to the caller,
+and drops (and counts, by reason) every message its codec rejects: junk,
+truncated or extra frames, a hostile payload. ZeroMQ itself never delivers a
+partial multipart message, so a sender that dies mid-message costs nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, List, Optional, Protocol
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Protocol
 
 import zmq
 import zmq.asyncio
 
-__all__ = ["Codec", "send", "recv", "async_send", "async_recv", "ZERO_COPY_THRESHOLD"]
+__all__ = ["Codec", "send", "recv", "async_send", "async_recv", "serve", "ReceiveStats", "ZERO_COPY_THRESHOLD"]
 
 #: Frames at least this large are sent without copying (pyzmq copies smaller ones anyway).
 ZERO_COPY_THRESHOLD = 64 * 1024
@@ -106,3 +115,60 @@ async def async_recv(socket: zmq.asyncio.Socket, codec: Codec, *, flags: int = 0
     """:func:`recv` for asyncio sockets."""
     frames = await socket.recv_multipart(flags=flags, copy=False)
     return codec.decode(frames)
+
+
+@dataclass
+class ReceiveStats:
+    """What :func:`serve` saw: messages received, handed on, and dropped (with the first line of each reason)."""
+
+    received: int = 0
+    delivered: int = 0
+    dropped: int = 0
+    reasons: Counter = field(default_factory=Counter)
+
+
+def serve(
+    socket: zmq.Socket,
+    codec: Codec,
+    handle: Callable[[Any], Any],
+    *,
+    max_messages: Optional[int] = None,
+    idle_timeout: Optional[float] = None,
+    until: Optional[Callable[[], bool]] = None,
+    stats: Optional[ReceiveStats] = None,
+) -> ReceiveStats:
+    """Receive and decode messages, calling ``handle(msg)`` for each valid one, until told to stop.
+
+    A message the codec rejects (its ``decode_error``, ``msgspec.DecodeError``
+    when it declares none) is dropped and counted in the returned
+    :class:`ReceiveStats`; the loop goes on. Exceptions of ``handle`` are the
+    caller's and propagate. Stops after ``max_messages`` received messages
+    (valid or not), after ``idle_timeout`` seconds without one, or when
+    ``until()`` is true (checked at least every 100 ms).
+    """
+    import msgspec
+
+    decode_error = getattr(codec, "decode_error", msgspec.DecodeError)
+    stats = stats if stats is not None else ReceiveStats()
+    poller = zmq.Poller()
+    poller.register(socket, zmq.POLLIN)
+    last = time.monotonic()
+    while max_messages is None or stats.received < max_messages:
+        if until is not None and until():
+            break
+        if not poller.poll(100):
+            if idle_timeout is not None and time.monotonic() - last > idle_timeout:
+                break
+            continue
+        frames = socket.recv_multipart(copy=False)
+        last = time.monotonic()
+        stats.received += 1
+        try:
+            msg = codec.decode(frames)
+        except decode_error as exc:
+            stats.dropped += 1
+            stats.reasons[str(exc).split("\n", 1)[0][:120]] += 1
+            continue
+        stats.delivered += 1
+        handle(msg)
+    return stats
