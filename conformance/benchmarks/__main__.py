@@ -2,7 +2,8 @@
 
 Subcommands::
 
-    run       [--out-dir reports] [--full] [--baseline JSON | --baseline-ref REF] [gate options] [-- pytest args]
+    run       [--out-dir reports] [--full] [--baseline JSON | --baseline-ref REF] [--confirm-runs 3]
+              [gate options] [-- pytest args]
     report    RESULTS.json [--out FILE] [--command TEXT]
     gate      BASELINE.json CURRENT.json [--threshold 0.1] [--iqr-factor 2] [--max-threshold 1]
               [--codecs reference-v1,reference-v2 | --codecs all] [--normalize pickle] [--all]
@@ -12,8 +13,13 @@ Subcommands::
 ``OUT/bench-table.md`` (the README table), then gates when a baseline is
 given (``--baseline``/``BENCH_BASELINE``, or ``--baseline-ref``/
 ``BENCH_BASELINE_REF`` to measure one first) and says so when it did not.
-Exit status: pytest's when the benchmarks fail, else 1 on a regression,
-2 when the gate has nothing to compare, 0 otherwise.
+When the gate flags time regressions, ``run`` re-measures only those (and
+pickle's benchmark of the same family and measure) in short runs alternating
+between the base tree and this one, and fails only on the regressions that
+persist (see :mod:`conformance.benchmarks.gate`; ``--confirm-runs 0`` turns
+this off). The re-measurements land in ``OUT/confirm/``.
+Exit status: pytest's when the benchmarks fail, else 1 on a (confirmed)
+regression, 2 when the gate has nothing to compare, 0 otherwise.
 
 ``baseline`` measures the base commit's *codec* with *this* commit's corpus
 and benchmark modules: it checks ``REF`` out into a temporary git worktree,
@@ -26,13 +32,14 @@ the change under test edits the benchmarks themselves.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from typing import List, Optional
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from . import gate as gate_mod
 from . import results, table
@@ -45,7 +52,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_PYTEST_ARGS = ["--benchmark-min-rounds=5", "--benchmark-max-time=0.5", "--benchmark-warmup=on", "--benchmark-warmup-iterations=1"]
 
 
-def _pytest(out_json: str, cwd: str, extra: List[str], full: bool, env_extra: Optional[dict] = None) -> int:
+def _pytest(
+    out_json: str, cwd: str, extra: List[str], full: bool, env_extra: Optional[dict] = None, quiet: bool = False
+) -> int:
+    """Run the benchmarks of ``cwd`` into ``out_json``; ``quiet``: pytest's output only when it fails."""
     env = dict(os.environ)
     if full:
         env["IPC_BENCH_MAX_TENSOR"] = "256MiB"
@@ -56,7 +66,12 @@ def _pytest(out_json: str, cwd: str, extra: List[str], full: bool, env_extra: Op
         *DEFAULT_PYTEST_ARGS, *extra,
     ]
     print("+", shlex.join(cmd), f"(in {cwd})", flush=True)
-    return subprocess.call(cmd, cwd=cwd, env=env)
+    if not quiet:
+        return subprocess.call(cmd, cwd=cwd, env=env)
+    done = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if done.returncode != 0:
+        print(done.stdout[-4000:], end="", flush=True)
+    return done.returncode
 
 
 def _report(results_json: str, out: Optional[str], command: Optional[str]) -> str:
@@ -67,11 +82,11 @@ def _report(results_json: str, out: Optional[str], command: Optional[str]) -> st
     return text
 
 
-def _gate(baseline_json: str, current_json: str, args: argparse.Namespace) -> int:
+def _compare(baseline: Sequence[results.Record], current: Sequence[results.Record], args: argparse.Namespace) -> gate_mod.GateResult:
     codecs = None if args.codecs == "all" else tuple(c for c in args.codecs.split(",") if c)
-    result = gate_mod.compare(
-        results.load(baseline_json),
-        results.load(current_json),
+    return gate_mod.compare(
+        baseline,
+        current,
         threshold=args.threshold,
         iqr_factor=args.iqr_factor,
         max_threshold=args.max_threshold,
@@ -79,28 +94,104 @@ def _gate(baseline_json: str, current_json: str, args: argparse.Namespace) -> in
         normalize=args.normalize,
         memory_tolerance=args.memory_tolerance,
     )
+
+
+def _gate(baseline_json: str, current_json: str, args: argparse.Namespace) -> int:
+    """Gate two files: the first comparison is the verdict (nothing can be re-measured)."""
+    result = _compare(results.load(baseline_json), results.load(current_json), args)
     print(gate_mod.format_result(result, show_all=args.all), end="")
-    if not result.compared:
-        return 2
-    return 0 if result.passed else 1
+    if gate_mod.flagged(result):
+        print("(gate of two files: no confirmation pass; `run --baseline-ref REF` re-measures flagged benchmarks)")
+    return gate_mod.exit_status(result)
+
+
+def _remeasure(
+    names: Sequence[str], base_tree: Optional[str], baseline: Sequence[results.Record], pytest_args: List[str],
+    full: bool, out_dir: str, runs: int,
+) -> List[Tuple[List[results.Record], List[results.Record]]]:
+    """``runs`` alternations of short runs of just ``names``: base then current, then current then base, ...
+
+    Without ``base_tree`` only this tree is re-measured and every alternation
+    pairs it with ``baseline``. A run that fails yields no records.
+    """
+    expr, unselectable = gate_mod.k_expression(names)
+    for name in unselectable:
+        print(f"cannot select {name} with pytest -k: not re-measured")
+    if not expr:
+        return []
+    os.makedirs(out_dir, exist_ok=True)
+    trials = []
+    for i in range(runs):
+        sides = ["current"] if base_tree is None else (["base", "current"] if i % 2 == 0 else ["current", "base"])
+        got = {}
+        for side in sides:
+            out = os.path.abspath(os.path.join(out_dir, f"alternation{i + 1}-{side}.json"))
+            if os.path.exists(out):
+                os.remove(out)
+            rc = _pytest(out, base_tree if side == "base" else ROOT, [*pytest_args, "-k", expr], full,
+                         {"IPC_BENCH_LIVE": "0"}, quiet=True)
+            got[side] = results.load(out) if rc == 0 and os.path.exists(out) else []
+            measured = ", ".join(f"{r.family} {r.op} {r.codec} {table.fmt_time(r.median)}" for r in got[side])
+            print(f"  alternation {i + 1}/{runs} {side}: " + (measured or f"nothing measured (pytest exit {rc})"), flush=True)
+        trials.append((got.get("base", list(baseline)), got["current"]))
+    return trials
+
+
+def _gate_run(baseline_json: str, current_json: str, args: argparse.Namespace, base_tree: Optional[str], pytest_args: List[str]) -> int:
+    """The gate of ``run``: first comparison, then the confirmation pass on what it flagged."""
+    baseline, current = results.load(baseline_json), results.load(current_json)
+    first = _compare(baseline, current, args)
+    to_confirm = gate_mod.flagged(first)
+    if not to_confirm or args.confirm_runs <= 0:
+        print(gate_mod.format_result(first, show_all=args.all), end="")
+        if to_confirm:
+            print("(no confirmation pass: --confirm-runs 0)")
+        return gate_mod.exit_status(first)
+    print(gate_mod.format_result(first, show_all=args.all, final=False), end="")
+    names = gate_mod.confirmation_selection(to_confirm, current, gate_mod.YARDSTICK)
+    print("\nflagged: " + "; ".join(f"{r.family} {r.op} {r.codec} ({r.change:+.1%})" for r in to_confirm))
+    print("re-measuring: " + "; ".join(n.rsplit("::", 1)[-1] for n in names)
+          + (" in the base tree and this one, interleaved" if base_tree else
+             " in this tree only (a baseline JSON without --baseline-ref cannot be re-measured)"))
+    trials = _remeasure(names, base_tree, baseline, pytest_args, args.full, os.path.join(args.out_dir, "confirm"), args.confirm_runs)
+    confirmation = gate_mod.confirm(
+        to_confirm, trials, base_remeasured=base_tree is not None, threshold=args.threshold, iqr_factor=args.iqr_factor,
+        max_threshold=args.max_threshold, normalize=args.normalize, yardstick=gate_mod.YARDSTICK,
+    )
+    print()
+    print(gate_mod.format_confirmation(confirmation, first), end="")
+    return gate_mod.exit_status(first, confirmation)
+
+
+@contextlib.contextmanager
+def base_tree(ref: str) -> Iterator[str]:
+    """A temporary git worktree of ``ref`` with this checkout's benchmarks copied in (removed on exit)."""
+    tmp = tempfile.mkdtemp(prefix="bench-baseline-")
+    tree = os.path.join(tmp, "tree")
+    try:
+        subprocess.check_call(["git", "-C", ROOT, "worktree", "add", "--detach", tree, ref])
+        try:
+            target = os.path.join(tree, "conformance", "benchmarks")
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(HERE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            yield tree
+        finally:
+            subprocess.call(["git", "-C", ROOT, "worktree", "remove", "--force", tree])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure_base(tree: str, out_json: str, pytest_args: List[str], full: bool) -> int:
+    out_json = os.path.abspath(out_json)
+    os.makedirs(os.path.dirname(out_json), exist_ok=True)
+    # The live pipeline is never gated; leave it out of the baseline.
+    return _pytest(out_json, tree, pytest_args, full, {"IPC_BENCH_LIVE": "0"})
 
 
 def make_baseline(ref: str, out_json: str, pytest_args: List[str], full: bool) -> int:
     """Measure ``ref``'s codec with this checkout's benchmarks (see the module docstring)."""
-    out_json = os.path.abspath(out_json)
-    os.makedirs(os.path.dirname(out_json), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="bench-baseline-")
-    tree = os.path.join(tmp, "tree")
-    subprocess.check_call(["git", "-C", ROOT, "worktree", "add", "--detach", tree, ref])
-    try:
-        target = os.path.join(tree, "conformance", "benchmarks")
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(HERE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        # The live pipeline is never gated; leave it out of the baseline.
-        return _pytest(out_json, tree, pytest_args, full, {"IPC_BENCH_LIVE": "0"})
-    finally:
-        subprocess.call(["git", "-C", ROOT, "worktree", "remove", "--force", tree])
-        shutil.rmtree(tmp, ignore_errors=True)
+    with base_tree(ref) as tree:
+        return _measure_base(tree, out_json, pytest_args, full)
 
 
 def _add_gate_options(p: argparse.ArgumentParser) -> None:
@@ -123,6 +214,10 @@ def _parser() -> argparse.ArgumentParser:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--baseline", default=os.environ.get("BENCH_BASELINE") or None, help="baseline JSON (env BENCH_BASELINE)")
     g.add_argument("--baseline-ref", default=os.environ.get("BENCH_BASELINE_REF") or None, help="git ref to measure as the baseline first (env BENCH_BASELINE_REF)")
+    p.add_argument(
+        "--confirm-runs", type=int, default=int(os.environ.get("BENCH_CONFIRM_RUNS") or gate_mod.DEFAULT_CONFIRM_RUNS),
+        help="alternations of the confirmation pass re-measuring flagged benchmarks (default 3, env BENCH_CONFIRM_RUNS; 0: off)",
+    )
     _add_gate_options(p)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to pytest")
 
@@ -158,13 +253,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cmd == "baseline":
         return make_baseline(args.ref, args.out, _strip_dashes(args.pytest_args), args.full)
 
-    # run
+    with contextlib.ExitStack() as stack:
+        return _run(args, stack)
+
+
+def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     pytest_args = _strip_dashes(args.pytest_args)
     os.makedirs(args.out_dir, exist_ok=True)
     baseline = args.baseline
+    tree = None
     if args.baseline_ref:
+        # The worktree stays until the end of the run: the confirmation pass re-measures in it.
+        tree = stack.enter_context(base_tree(args.baseline_ref))
         baseline = os.path.join(args.out_dir, "bench-baseline.json")
-        rc = make_baseline(args.baseline_ref, baseline, pytest_args, args.full)
+        rc = _measure_base(tree, baseline, pytest_args, args.full)
         if rc != 0:
             print(f"baseline run of {args.baseline_ref} failed (pytest exit {rc})", file=sys.stderr)
             return rc
@@ -182,7 +284,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("NOT GATED: no baseline (give --baseline JSON / BENCH_BASELINE, or --baseline-ref REF / BENCH_BASELINE_REF)")
         return 0
     print(f"gating {current} against {baseline}")
-    return _gate(baseline, current, args)
+    return _gate_run(baseline, current, args, tree, pytest_args)
 
 
 if __name__ == "__main__":

@@ -21,36 +21,72 @@ spread then combines both benchmarks' spreads). Memory (decode peak /
 payload) is gated by absolute change (``memory_tolerance``), since it does
 not depend on load. Probe and live-pipeline times are never gated.
 
+Confirmation pass. Each run's IQR only covers the noise *within* that run; a
+machine whose load changes *between* the baseline run and the current run
+(another job starts, a core is taken) shifts every median of one run and can
+flag a benchmark whose code did not change. So the first comparison only
+*flags*; ``run`` then re-measures just the flagged benchmarks, plus pickle's
+benchmark of the same family and measure as a same-run yardstick, in short
+pytest-benchmark runs (``-k`` selecting them) alternating between the two
+trees: base, current, then current, base, then base, current (``--confirm-runs``
+alternations, default 3; the order flips each time so that a steady drift of
+the load does not always fall on one side). Each alternation is compared
+with the same rule as above (its own IQRs), and additionally as a ratio to
+the yardstick in the same run when the yardstick was measured (a slowdown
+that pickle shows too in that run is the machine, not the codec). A flagged
+benchmark is a *confirmed* regression when it regressed in a strict majority
+of the alternations that measured it (and when none measured it: it stays a
+regression); otherwise it is *cleared as noise*. The decision,
+:func:`confirm`, is a pure function of the measurements. With a baseline JSON
+and no git ref (``--baseline``/``BENCH_BASELINE``), the base cannot be
+re-measured: only this tree is, and the regression must persist against the
+same baseline JSON in the majority of the re-measurements (this cannot clear
+a machine that stayed slower since the baseline was recorded; the output says
+so). Memory regressions are never re-measured (memory does not depend on load).
+The ``gate`` subcommand compares two files and has no confirmation pass.
+
 How an engine's CI uses it (one job, one machine)::
 
-    # 1. baseline: the base commit's codec, measured with this commit's corpus
-    python -m conformance.benchmarks baseline --ref origin/main --out reports/bench-baseline.json
-    # 2. this commit, then gate (exit status 1 on a regression)
-    python -m conformance.benchmarks run --out-dir reports --baseline reports/bench-baseline.json
-    # or both in one: python -m conformance.benchmarks run --baseline-ref origin/main
+    # recommended, both in one: measure the base commit's codec with this commit's benchmarks
+    # in a temporary git worktree, then this commit, gate, and confirm flagged benchmarks by
+    # re-measuring both trees interleaved (exit status 1 only on a confirmed regression)
+    python -m conformance.benchmarks run --out-dir reports --baseline-ref origin/main [--confirm-runs 3]
     # or with tox:     BENCH_BASELINE_REF=origin/main tox -e bench
+    # or in two steps (the confirmation pass then re-measures this commit only):
+    python -m conformance.benchmarks baseline --ref origin/main --out reports/bench-baseline.json
+    python -m conformance.benchmarks run --out-dir reports --baseline reports/bench-baseline.json
 
-or gate two JSON files from anywhere::
+or gate two JSON files from anywhere (no confirmation pass)::
 
     python -m conformance.benchmarks gate BASELINE.json CURRENT.json [--threshold 0.1] [--normalize pickle]
+
+Exit status of ``run`` and ``gate``: 1 on a (confirmed) regression, 2 when no
+benchmark could be compared, 0 otherwise.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .results import Record
 from .table import fmt_time
 
-__all__ = ["GateRow", "GateResult", "compare", "format_result", "DEFAULT_CODECS"]
+__all__ = [
+    "GateRow", "GateResult", "compare", "format_result", "DEFAULT_CODECS",
+    "ConfirmRow", "ConfirmResult", "flagged", "confirmation_selection", "k_expression", "confirm",
+    "format_confirmation", "exit_status",
+]
 
 DEFAULT_CODECS: Tuple[str, ...] = ("reference-v1", "reference-v2")
 DEFAULT_THRESHOLD = 0.10
 DEFAULT_IQR_FACTOR = 2.0
 DEFAULT_MAX_THRESHOLD = 1.0
 DEFAULT_MEMORY_TOLERANCE = 0.10
+DEFAULT_CONFIRM_RUNS = 3
+YARDSTICK = "pickle"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,8 +217,12 @@ def _fmt(value: Optional[float], kind: str) -> str:
     return fmt_time(value)
 
 
-def format_result(result: GateResult, *, show_all: bool = False) -> str:
-    """A markdown table (regressions first; every row with ``show_all``) and the verdict line."""
+def format_result(result: GateResult, *, show_all: bool = False, final: bool = True) -> str:
+    """A markdown table (regressions first; every row with ``show_all``) and the verdict line.
+
+    ``final=False``: the first comparison of a run whose flagged benchmarks are
+    re-measured next; its last line says so instead of a gate verdict.
+    """
     order = {"REGRESSION": 0, "faster": 1, "missing": 2, "new": 3, "ok": 4}
     rows = sorted(result.rows, key=lambda r: (order[r.verdict], -(r.change or 0)))
     if not show_all:
@@ -205,6 +245,11 @@ def format_result(result: GateResult, *, show_all: bool = False) -> str:
     n_fast = sum(r.verdict == "faster" for r in result.rows)
     if not result.compared:
         verdict = "BENCHMARK GATE FAILED: no benchmark in common between the baseline and this run"
+    elif not final:
+        verdict = (
+            f"first comparison: {len(result.compared)} compared, {len(result.regressions)} flagged, "
+            f"{n_fast} faster, {n_ok} within noise; not a verdict yet, the flagged times are re-measured"
+        )
     else:
         verdict = (
             f"BENCHMARK GATE {'PASSED' if result.passed else 'FAILED'}: {len(result.compared)} compared, "
@@ -213,3 +258,203 @@ def format_result(result: GateResult, *, show_all: bool = False) -> str:
     if len(lines) == 2:
         lines = ["(every gated benchmark within its allowance)"]
     return "\n".join(lines + ["", verdict]) + "\n"
+
+
+# --- confirmation pass ----------------------------------------------------------
+
+
+def flagged(result: GateResult) -> List[GateRow]:
+    """The time regressions of a first comparison: the benchmarks the confirmation pass re-measures."""
+    return [r for r in result.regressions if r.kind != "memory"]
+
+
+def confirmation_selection(rows: Sequence[GateRow], current: Sequence[Record], yardstick: Optional[str] = YARDSTICK) -> List[str]:
+    """Names to re-measure: the flagged benchmarks and, per flagged family and measure, ``yardstick``'s."""
+    names = [r.name for r in rows]
+    if yardstick:
+        keyed = _keyed(current)
+        for r in rows:
+            ref = keyed.get((r.family, r.op, yardstick))
+            if ref is not None and ref.name not in names:
+                names.append(ref.name)
+    return names
+
+
+_K_IDENT = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+\Z")
+
+
+def k_expression(names: Sequence[str]) -> Tuple[str, List[str]]:
+    """A pytest ``-k`` expression selecting exactly these benchmarks, and the names it cannot select.
+
+    ``-k`` matches a substring of the test's name (``test_codec[tensor-1KiB-pickle-encode]``,
+    the last part of the full name), case-insensitively; brackets make it exact.
+    """
+    parts, unselectable = [], []
+    for name in names:
+        last = name.rsplit("::", 1)[-1]
+        if _K_IDENT.match(last) and last.lower() not in ("and", "or", "not"):
+            parts.append(last)
+        else:
+            unselectable.append(name)
+    return " or ".join(dict.fromkeys(parts)), unselectable
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfirmRow:
+    """One flagged benchmark across the alternations of the confirmation pass (``None``: not measured)."""
+
+    name: str
+    codec: str
+    family: str
+    op: str
+    first_change: Optional[float]  #: the change the first comparison flagged
+    changes: Tuple[Optional[float], ...]  #: current / base - 1 per alternation (the gate's measure)
+    vs_yardstick: Tuple[Optional[float], ...]  #: the same as ratios to the yardstick in the same run
+    allowed: Tuple[Optional[float], ...]
+    regressed: Tuple[Optional[bool], ...]
+    verdict: str  #: "confirmed", "noise" or "unmeasured" (re-measurement missing: stays a regression)
+
+    @property
+    def votes(self) -> Tuple[int, int]:
+        """(alternations regressed, alternations measured)."""
+        measured = [r for r in self.regressed if r is not None]
+        return sum(measured), len(measured)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfirmResult:
+    rows: List[ConfirmRow]
+    base_remeasured: bool  #: False: only this tree was re-measured, against the same baseline JSON
+    yardstick: Optional[str] = YARDSTICK
+
+    @property
+    def confirmed(self) -> List[ConfirmRow]:
+        return [r for r in self.rows if r.verdict != "noise"]
+
+    @property
+    def cleared(self) -> List[ConfirmRow]:
+        return [r for r in self.rows if r.verdict == "noise"]
+
+
+def confirm(
+    flagged_rows: Sequence[GateRow],
+    trials: Sequence[Tuple[Sequence[Record], Sequence[Record]]],
+    *,
+    base_remeasured: bool = True,
+    threshold: float = DEFAULT_THRESHOLD,
+    iqr_factor: float = DEFAULT_IQR_FACTOR,
+    max_threshold: float = DEFAULT_MAX_THRESHOLD,
+    normalize: Optional[str] = None,
+    yardstick: Optional[str] = YARDSTICK,
+) -> ConfirmResult:
+    """Decide, from re-measurements only, which flagged benchmarks really regressed.
+
+    ``trials`` holds one ``(base records, current records)`` pair per
+    alternation (the same baseline records every time when the base could not
+    be re-measured). In an alternation a benchmark regressed when
+    :func:`compare` (same thresholds, ``normalize``) calls it a regression
+    and, when ``yardstick``'s benchmark of the same family and measure is in
+    both runs of that alternation, it also regressed as a ratio to the
+    yardstick. Verdict: "confirmed" when it regressed in a strict majority of
+    the alternations that measured it, "unmeasured" when none did (it stays a
+    regression), "noise" otherwise. Pure: no measurement, no I/O.
+    """
+    opts = dict(threshold=threshold, iqr_factor=iqr_factor, max_threshold=max_threshold, codecs=None)
+    per_trial = []
+    for base, cur in trials:
+        main = {r.name: r for r in compare(base, cur, normalize=normalize, **opts).rows}
+        yard: Dict[str, GateRow] = {}
+        if yardstick and yardstick != normalize:
+            yard = {r.name: r for r in compare(base, cur, normalize=yardstick, **opts).rows}
+        per_trial.append((main, yard))
+    rows = []
+    for f in flagged_rows:
+        changes: List[Optional[float]] = []
+        vs_yard: List[Optional[float]] = []
+        allowed: List[Optional[float]] = []
+        regressed: List[Optional[bool]] = []
+        for main, yard in per_trial:
+            m = main.get(f.name)
+            if m is None or m.verdict not in ("ok", "REGRESSION", "faster"):
+                for column in (changes, vs_yard, allowed, regressed):
+                    column.append(None)
+                continue
+            y = yard.get(f.name)
+            y_measured = y is not None and y.verdict in ("ok", "REGRESSION", "faster")
+            changes.append(m.change)
+            allowed.append(m.allowed)
+            vs_yard.append(y.change if y_measured else None)
+            regressed.append(m.verdict == "REGRESSION" and (not y_measured or y.verdict == "REGRESSION"))
+        votes = [r for r in regressed if r is not None]
+        if not votes:
+            verdict = "unmeasured"
+        elif 2 * sum(votes) > len(votes):
+            verdict = "confirmed"
+        else:
+            verdict = "noise"
+        rows.append(
+            ConfirmRow(f.name, f.codec, f.family, f.op, f.change, tuple(changes), tuple(vs_yard), tuple(allowed), tuple(regressed), verdict)
+        )
+    return ConfirmResult(rows, base_remeasured, yardstick if yardstick != normalize else None)
+
+
+def _pct(values: Sequence[Optional[float]]) -> str:
+    return ", ".join("–" if v is None else f"{v:+.0%}" for v in values) or "–"
+
+
+def format_confirmation(result: ConfirmResult, first: GateResult) -> str:
+    """What was flagged, re-measured, confirmed or cleared, and the gate's final verdict line."""
+    n = max((len(r.changes) for r in result.rows), default=0)
+    if result.base_remeasured:
+        how = (
+            f"re-measured in both trees, interleaved ({n} alternations of base and current, "
+            "the order flipping each time)"
+        )
+    else:
+        how = (
+            f"re-measured {n} times in this tree only: a baseline JSON without a git ref cannot be "
+            "re-measured, so a regression is confirmed when it persists against the same baseline JSON "
+            "(this cannot tell a machine that stayed slower since the baseline from a regression)"
+        )
+    yard = f"; {result.yardstick} of the same family and measure measured alongside as a same-run yardstick" if result.yardstick else ""
+    lines = [
+        f"Confirmation pass: {len(result.rows)} flagged time(s) {how}{yard}.",
+        "A flagged benchmark is confirmed when it regresses in a strict majority of the alternations"
+        + (f" (both in time and as a ratio to {result.yardstick} when measured)" if result.yardstick else "")
+        + ", else cleared as noise.",
+        "",
+        f"| verdict | benchmark | first comparison | change per alternation | vs {result.yardstick or '–'} per alternation | allowed | regressed in |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    order = {"confirmed": 0, "unmeasured": 1, "noise": 2}
+    for r in sorted(result.rows, key=lambda r: (order[r.verdict], r.name)):
+        votes, measured = r.votes
+        label = {"confirmed": "CONFIRMED", "unmeasured": "NOT RE-MEASURED (kept)", "noise": "cleared (noise)"}[r.verdict]
+        first_change = "–" if r.first_change is None else f"{r.first_change:+.1%}"
+        lines.append(
+            f"| {label} | {r.family} {r.op} {r.codec} | {first_change} | {_pct(r.changes)} | "
+            f"{_pct(r.vs_yardstick) if result.yardstick else '–'} | {_pct(r.allowed).replace('+', '')} | {votes}/{measured} |"
+        )
+    memory = [r for r in first.regressions if r.kind == "memory"]
+    if memory:
+        lines += ["", f"{len(memory)} memory regression(s) not re-measured (memory does not depend on load): "
+                  + ", ".join(f"{r.family} {r.codec}" for r in memory)]
+    regressed = len(result.confirmed) + len(memory)
+    status = "PASSED" if regressed == 0 else "FAILED"
+    lines += [
+        "",
+        f"BENCHMARK GATE {status}: {len(first.compared)} compared, {regressed} regressed "
+        f"({len(result.confirmed)} confirmed by re-measurement, {len(memory)} memory), "
+        f"{len(result.cleared)} flagged then cleared as noise",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def exit_status(first: GateResult, confirmation: Optional[ConfirmResult] = None) -> int:
+    """2 when nothing was compared, 1 on a regression (confirmed, when a confirmation pass ran), else 0."""
+    if not first.compared:
+        return 2
+    if confirmation is None:
+        return 0 if first.passed else 1
+    memory = [r for r in first.regressions if r.kind == "memory"]
+    return 1 if confirmation.confirmed or memory else 0

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Dict, List, Optional
 
 import pytest
 
 from conformance.benchmarks import gate, results, table
+from conformance.benchmarks import __main__ as cli
 from conformance.benchmarks.__main__ import main
 
 
@@ -129,6 +131,130 @@ def test_gate_table_lists_regressions_first():
     assert lines[-1] == "BENCHMARK GATE FAILED: 3 compared, 1 regressed, 1 faster, 1 within noise"
 
 
+# --- confirmation pass ---------------------------------------------------------
+
+
+def ref_and_pickle(ref: float, pickle: float = 4.0, family: str = "tensor-1KiB", op: str = "encode", iqr: float = 0.0) -> List[results.Record]:
+    return recs(bench(family, op, "pickle", pickle, iqr * pickle), bench(family, op, "reference-v2", ref, iqr * ref))
+
+
+def flagged_by(base: List[results.Record], cur: List[results.Record]) -> List[gate.GateRow]:
+    first = gate.compare(base, cur)
+    rows = gate.flagged(first)
+    assert rows, "the first comparison must flag something"
+    return rows
+
+
+def test_confirm_a_real_regression_persisting_in_every_alternation():
+    base = ref_and_pickle(1.0)
+    rows = flagged_by(base, ref_and_pickle(1.5))
+    trials = [(ref_and_pickle(1.0), ref_and_pickle(1.5)), (ref_and_pickle(1.02), ref_and_pickle(1.52)), (ref_and_pickle(0.98), ref_and_pickle(1.49))]
+    result = gate.confirm(rows, trials)
+    (r,) = result.rows
+    assert r.verdict == "confirmed" and r.votes == (3, 3)
+    assert r.changes[0] == pytest.approx(0.5) and r.vs_yardstick[0] == pytest.approx(0.5)
+    assert gate.exit_status(gate.compare(base, ref_and_pickle(1.5)), result) == 1
+
+
+def test_confirm_clears_a_one_off_spike_of_the_first_comparison():
+    # The case of the problem: +59% in the first comparison, while both trees ran the same code.
+    base = ref_and_pickle(1.0)
+    first = gate.compare(base, ref_and_pickle(1.59))
+    trials = [(ref_and_pickle(1.0), ref_and_pickle(1.03)), (ref_and_pickle(1.01), ref_and_pickle(0.99)), (ref_and_pickle(1.0), ref_and_pickle(1.02))]
+    result = gate.confirm(gate.flagged(first), trials)
+    assert [r.verdict for r in result.rows] == ["noise"]
+    assert gate.exit_status(first, result) == 0
+    assert gate.exit_status(first) == 1  # without the confirmation pass it would have failed
+
+
+def test_confirm_needs_a_strict_majority_of_alternations():
+    rows = flagged_by(ref_and_pickle(1.0), ref_and_pickle(1.5))
+    spike_once = [(ref_and_pickle(1.0), ref_and_pickle(1.8)), (ref_and_pickle(1.0), ref_and_pickle(1.0)), (ref_and_pickle(1.0), ref_and_pickle(1.01))]
+    assert gate.confirm(rows, spike_once).rows[0].verdict == "noise"
+    # a real +50% whose base side was hit by a spike in one alternation is still confirmed (2 of 3)
+    base_spike = [(ref_and_pickle(1.0), ref_and_pickle(1.5)), (ref_and_pickle(1.6), ref_and_pickle(1.5)), (ref_and_pickle(1.0), ref_and_pickle(1.5))]
+    assert gate.confirm(rows, base_spike).rows[0].votes == (2, 3)
+    assert gate.confirm(rows, base_spike).rows[0].verdict == "confirmed"
+    half = base_spike[:2]  # 1 of 2 is not a strict majority
+    assert gate.confirm(rows, half).rows[0].verdict == "noise"
+
+
+def test_confirm_a_slower_machine_during_one_run_is_cancelled_by_the_yardstick():
+    rows = flagged_by(ref_and_pickle(1.0), ref_and_pickle(1.5))
+    # in each alternation the current run is 50% slower for pickle too: the machine, not the codec
+    machine = [(ref_and_pickle(1.0, 4.0), ref_and_pickle(1.5, 6.0)) for _ in range(3)]
+    result = gate.confirm(rows, machine)
+    assert result.rows[0].verdict == "noise"
+    assert result.rows[0].changes[0] == pytest.approx(0.5) and result.rows[0].vs_yardstick[0] == pytest.approx(0.0)
+    # without a yardstick measured, the time alone decides
+    no_pickle = [(recs(bench("tensor-1KiB", "encode", "reference-v2", 1.0)), recs(bench("tensor-1KiB", "encode", "reference-v2", 1.5)))] * 3
+    assert gate.confirm(rows, no_pickle).rows[0].verdict == "confirmed"
+    assert gate.confirm(rows, machine, yardstick=None).rows[0].verdict == "confirmed"
+
+
+def test_confirm_uses_each_alternations_own_noise_allowance():
+    rows = flagged_by(ref_and_pickle(1.0), ref_and_pickle(1.5))
+    noisy = [(ref_and_pickle(1.0, iqr=0.2), ref_and_pickle(1.3, iqr=0.2)) for _ in range(3)]  # allowed 40%
+    result = gate.confirm(rows, noisy)
+    assert result.rows[0].allowed[0] == pytest.approx(0.4) and result.rows[0].verdict == "noise"
+
+
+def test_confirm_keeps_a_regression_that_could_not_be_re_measured():
+    base = ref_and_pickle(1.0)
+    first = gate.compare(base, ref_and_pickle(1.5))
+    for trials in ([], [(base, [])] * 3):
+        result = gate.confirm(gate.flagged(first), trials)
+        assert [r.verdict for r in result.rows] == ["unmeasured"]
+        assert gate.exit_status(first, result) == 1
+
+
+def test_confirm_against_a_baseline_json_re_measures_the_current_tree_only():
+    base = ref_and_pickle(1.0)
+    first = gate.compare(base, ref_and_pickle(1.5))
+    persisting = gate.confirm(gate.flagged(first), [(base, ref_and_pickle(1.5))] * 3, base_remeasured=False)
+    gone = gate.confirm(gate.flagged(first), [(base, ref_and_pickle(1.01))] * 3, base_remeasured=False)
+    assert persisting.rows[0].verdict == "confirmed" and gone.rows[0].verdict == "noise"
+    text = gate.format_confirmation(persisting, first)
+    assert "in this tree only" in text and "cannot be re-measured" in text
+
+
+def test_confirm_never_re_measures_memory_and_keeps_its_regression():
+    base = recs(bench("t", "memory", "reference-v2", 3.0, gate_time=False, peak_ratio=1.0), *[bench("t", "encode", c, 1.0) for c in ("pickle", "reference-v2")])
+    cur = recs(bench("t", "memory", "reference-v2", 3.0, gate_time=False, peak_ratio=2.0), *[bench("t", "encode", c, v) for c, v in (("pickle", 1.0), ("reference-v2", 1.5))])
+    first = gate.compare(base, cur)
+    assert [r.op for r in gate.flagged(first)] == ["encode"]
+    cleared = gate.confirm(gate.flagged(first), [(base, base)] * 3)
+    assert cleared.rows[0].verdict == "noise" and gate.exit_status(first, cleared) == 1
+    assert "1 memory regression(s) not re-measured" in gate.format_confirmation(cleared, first)
+
+
+def test_confirmation_selection_and_k_expression():
+    cur = recs(bench("tensor-1KiB", "encode", "pickle", 1.0), bench("tensor-1KiB", "encode", "reference-v2", 1.5),
+               bench("tensor-1KiB", "roundtrip", "reference-v2", 1.5), bench("tensor-1KiB", "roundtrip", "pickle", 1.0))
+    rows = flagged_by(recs(*[bench("tensor-1KiB", op, c, 1.0) for op in ("encode", "roundtrip") for c in ("pickle", "reference-v2")]), cur)
+    names = gate.confirmation_selection(rows, cur)
+    assert len(names) == 4 and len(set(names)) == 4  # two flagged, each with its pickle yardstick
+    assert gate.confirmation_selection(rows, cur, yardstick=None) == [r.name for r in rows]
+    expr, bad = gate.k_expression(names + ["conformance/x.py::test[odd name]"])
+    assert bad == ["conformance/x.py::test[odd name]"]
+    assert set(expr.split(" or ")) == {f"test[tensor-1KiB-{c}-{op}]" for c in ("pickle", "reference-v2") for op in ("encode", "roundtrip")}
+
+
+def test_confirmation_output_says_what_was_flagged_confirmed_and_cleared():
+    base = ref_and_pickle(1.0) + ref_and_pickle(1.0, op="roundtrip")
+    first = gate.compare(base, ref_and_pickle(1.59) + ref_and_pickle(1.76, op="roundtrip"))
+    first_text = gate.format_result(first, final=False)
+    assert first_text.splitlines()[-1].startswith("first comparison: 2 compared, 2 flagged")
+    assert "BENCHMARK GATE" not in first_text
+    trials = [(base, ref_and_pickle(1.0) + ref_and_pickle(1.5, op="roundtrip"))] * 3
+    result = gate.confirm(gate.flagged(first), trials)
+    text = gate.format_confirmation(result, first)
+    assert "re-measured in both trees, interleaved (3 alternations" in text
+    assert "| CONFIRMED | tensor-1KiB roundtrip reference-v2 | +76.0% | +50%, +50%, +50% | +50%, +50%, +50% | 10%, 10%, 10% | 3/3 |" in text
+    assert "| cleared (noise) | tensor-1KiB encode reference-v2 | +59.0% | +0%, +0%, +0% |" in text
+    assert text.splitlines()[-1] == "BENCHMARK GATE FAILED: 2 compared, 1 regressed (1 confirmed by re-measurement, 0 memory), 1 flagged then cleared as noise"
+
+
 # --- table ------------------------------------------------------------------
 
 
@@ -205,3 +331,65 @@ def test_cli_report_and_gate(tmp_path, capsys):
     assert "BENCHMARK GATE FAILED" in capsys.readouterr().out
     assert main(["gate", str(base), str(cur), "--threshold", "0.6", "--max-threshold", "1"]) == 0
     assert main(["gate", str(base), str(base), "--codecs", "sglang"]) == 2
+
+
+def fake_pytest(calls: List[tuple], base: Dict[str, float], cur: Dict[str, float], remeasured: Dict[str, List[float]]):
+    """A stand-in for ``_pytest``: writes synthetic results (reference-v2 time per side) instead of timing."""
+
+    def _pytest(out_json, cwd, extra, full, env_extra=None, quiet=False):
+        side = "base" if cwd == "BASE" else "current"
+        k = extra[extra.index("-k") + 1] if "-k" in extra else None
+        calls.append((side, k, quiet))
+        if k is None:
+            ref = (base if side == "base" else cur)["ref"]
+        else:
+            ref = remeasured[side].pop(0)
+        data = run(*[bench(f, op, c, v) for f in ("tensor-1KiB", "control-AbortReq") for op in ("encode",)
+                     for c, v in (("pickle", 4.0), ("reference-v2", ref if f == "tensor-1KiB" else 1.0))
+                     if k is None or f"[{f}-{c}-{op}]" in k])
+        with open(out_json, "w") as fh:
+            json.dump(data, fh)
+        return 0
+
+    return _pytest
+
+
+@contextlib.contextmanager
+def fake_tree(ref):
+    yield "BASE"
+
+
+def test_cli_run_confirmation_pass_re_measures_flagged_benchmarks_interleaved(tmp_path, monkeypatch, capsys):
+    calls: List[tuple] = []
+    # first comparison +59% (the machine's load changed), then the same time on both sides
+    monkeypatch.setattr(cli, "_pytest", fake_pytest(calls, {"ref": 1.0}, {"ref": 1.59}, {"base": [1.0] * 3, "current": [1.02, 0.99, 1.01]}))
+    monkeypatch.setattr(cli, "base_tree", fake_tree)
+    assert main(["run", "--out-dir", str(tmp_path), "--baseline-ref", "HEAD"]) == 0
+    out = capsys.readouterr().out
+    assert calls[:2] == [("base", None, False), ("current", None, False)]
+    k = "test[tensor-1KiB-reference-v2-encode] or test[tensor-1KiB-pickle-encode]"
+    assert calls[2:] == [("base", k, True), ("current", k, True), ("current", k, True), ("base", k, True), ("base", k, True), ("current", k, True)]
+    assert "flagged: tensor-1KiB encode reference-v2 (+59.0%)" in out
+    assert "| cleared (noise) | tensor-1KiB encode reference-v2 | +59.0% |" in out
+    assert out.splitlines()[-1] == "BENCHMARK GATE PASSED: 2 compared, 0 regressed (0 confirmed by re-measurement, 0 memory), 1 flagged then cleared as noise"
+
+    calls.clear()
+    monkeypatch.setattr(cli, "_pytest", fake_pytest(calls, {"ref": 1.0}, {"ref": 1.5}, {"base": [1.0] * 3, "current": [1.5] * 3}))
+    assert main(["run", "--out-dir", str(tmp_path), "--baseline-ref", "HEAD"]) == 1
+    assert "| CONFIRMED | tensor-1KiB encode reference-v2 | +50.0% | +50%, +50%, +50% |" in capsys.readouterr().out
+
+    calls.clear()
+    assert main(["run", "--out-dir", str(tmp_path), "--baseline-ref", "HEAD", "--confirm-runs", "0"]) == 1
+    assert len(calls) == 2 and "no confirmation pass" in capsys.readouterr().out
+
+
+def test_cli_run_with_a_baseline_json_re_measures_the_current_tree_only(tmp_path, monkeypatch, capsys):
+    base_json = tmp_path / "base.json"
+    base_json.write_text(json.dumps(run(*[bench(f, "encode", c, v) for f in ("tensor-1KiB", "control-AbortReq") for c, v in (("pickle", 4.0), ("reference-v2", 1.0))])))
+    calls: List[tuple] = []
+    monkeypatch.setattr(cli, "_pytest", fake_pytest(calls, {}, {"ref": 1.6}, {"current": [1.6, 1.0, 1.55]}))
+    assert main(["run", "--out-dir", str(tmp_path / "out"), "--baseline", str(base_json)]) == 1
+    out = capsys.readouterr().out
+    assert [c[0] for c in calls] == ["current"] * 4
+    assert "in this tree only (a baseline JSON without --baseline-ref cannot be re-measured)" in out
+    assert "| CONFIRMED | tensor-1KiB encode reference-v2 | +60.0% | +60%, +0%, +55% |" in out
