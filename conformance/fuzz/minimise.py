@@ -6,8 +6,9 @@ keeping is the smallest input with the same :attr:`~.harness.Outcome.signature`
 is for the loop's. Two passes, repeated while either makes progress:
 
 1. structural, while frame 0 is still readable msgpack: replace values with
-   ``nil``, ``[]`` or ``0`` (largest first) and cut arrays down to one element,
-   so a 256-request batch becomes the one field that matters;
+   ``nil``, ``[]`` or ``0`` (largest first), cut arrays down to one element and
+   ext payloads to half, so a 256-request batch becomes the one field that
+   matters and a tensor the few bytes that still trigger the failure;
 2. bytes: delta debugging over each frame (drop frames, then chunks of bytes).
 """
 
@@ -62,6 +63,17 @@ def _structural(frames: Frames, test) -> Frames:
                 if children:
                     replacements.insert(0, b"\x91" + body[children[0].start : children[0].end])
                     replacements.insert(1, b"\x91" + body[children[-1].start : children[-1].end])
+            if span.kind == "ext" and span.size > 8:
+                # keep the ext (its code and metadata prefix), drop the tail of its payload
+                payload = body[span.body : span.end]
+                (meta_len,) = struct.unpack_from(">I", payload, 0)
+                raw_start = 4 + meta_len if 4 + meta_len <= len(payload) else 0
+                # whole 16-byte blocks of the raw part, so an element size still divides it
+                raw_len = len(payload) - raw_start
+                for keep in (raw_start + raw_len // 32 * 16 + raw_len % 16, raw_start + raw_len // 32 * 16):
+                    # halves of whole 16-byte blocks (so an element size still divides the raw part),
+                    # first keeping the odd remainder (so a length that was off stays off)
+                    replacements.insert(0, b"\xc9" + struct.pack(">Ib", keep, span.ext_code) + payload[:keep])
             for new in replacements:
                 if span.end - span.start <= len(new):
                     continue

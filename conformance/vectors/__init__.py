@@ -1190,6 +1190,28 @@ def _():
     return Raw(frames, s.GetInternalStateReqOutput(internal_state={"value": torch.zeros(0)}))
 
 
+# n_fuzz_: findings of the fuzz loop against real implementations, shrunk
+# (conformance/fuzz/findings/*.json; `python -m conformance.fuzz ... --save-findings`).
+# Each broke some decoder (the description says which, and how); the reference
+# rejects each, so every implementation must.
+
+
+def _register_fuzz_findings() -> None:
+    from conformance.fuzz.findings import load_findings
+
+    for finding in load_findings():
+        if finding.reference_reason is None:
+            continue  # the reference decodes it: not a rejection vector (the fuzz loop reports such cases)
+        frames = [bytes.fromhex(f) for f in finding.frames]
+        wire_version = "v2" if len(frames) > 1 else "v1"
+        _case(f"n_fuzz_{finding.name}", finding.description, wire=wire_version, reason=finding.reference_reason[:60])(
+            lambda frames=frames: frames
+        )
+
+
+_register_fuzz_findings()
+
+
 # --- building, rendering, checking -----------------------------------------------
 
 

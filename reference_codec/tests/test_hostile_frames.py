@@ -274,3 +274,20 @@ def test_rejecting_many_bad_frames_inspects_the_schema_once(monkeypatch):
         with pytest.raises(DecodeError):
             codec.decode([msgspec.msgpack.encode(["FlushCacheReqInput", f"r{i}", None, "not a float"])])
     assert len(calls) == 1
+
+
+def test_pickle_opt_in_never_unpickles_a_wrapper_in_an_untyped_field(tmp_path):
+    """Only time_stats and customized_info are opaque: a PickleWrapper-shaped value elsewhere stays data."""
+    from conformance.fuzz.pickle_probe import PickleProbe
+
+    probe = PickleProbe(str(tmp_path))
+    for payload in probe.payloads():
+        body = msgspec.msgpack.encode(["GetInternalStateReqOutput", None, None, {"value": ["PickleWrapper", payload]}])
+        got = ReferenceCodec(allow_pickle=True).decode([body])
+        assert got.internal_state == {"value": ["PickleWrapper", payload]}
+        assert not probe.executed()
+    # the opt-in does run it in a declared opaque field: the probe is live
+    msg = batch_token_id_output(1)
+    msg.time_stats = s.PickleWrapper(probe.payloads()[0])
+    ReferenceCodec(allow_pickle=True).decode(V1.encode(msg))
+    assert probe.executed()
