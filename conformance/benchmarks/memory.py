@@ -9,7 +9,8 @@ encoder's frames are dropped, then
 1. ``VmRSS`` is read (the received frames are resident, nothing else big),
 2. the peak counter is reset (``echo 5 > /proc/self/clear_refs``),
 3. the frames are decoded and the result kept alive,
-4. ``VmHWM`` (peak resident set since the reset) is read.
+4. ``VmHWM`` (peak resident set since the reset) is read
+   (:class:`conformance.peak_memory.PeakMeter` does 1, 2 and 4).
 
 Before step 1 the heap is trimmed (``malloc_trim``): memory freed earlier but
 still resident would otherwise be reused by the decode without raising the
@@ -35,6 +36,8 @@ import subprocess
 import sys
 from typing import Any, Dict, Optional
 
+from conformance.peak_memory import PeakMeter, trim_heap
+
 __all__ = ["measure", "available", "PEAK_RATIO_TARGET"]
 
 #: The target: a decode's peak memory is at most 1.1 x its payload.
@@ -43,29 +46,6 @@ PEAK_RATIO_TARGET = 1.1
 
 def available() -> bool:
     return os.path.exists("/proc/self/clear_refs") and os.path.exists("/proc/self/status")
-
-
-def _status_kib(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{key} missing from /proc/self/status")
-
-
-def _trim_heap() -> None:
-    """Hand freed heap pages back to the kernel, so that reusing them counts again (glibc only)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def _child(codec_name: str, family: str) -> Dict[str, Any]:
@@ -89,18 +69,17 @@ def _child(codec_name: str, family: str) -> Dict[str, Any]:
         decode = codec.decode
     decode(received)  # warm the code paths (imports, caches) outside the window
     gc.collect()
-    _trim_heap()  # without it, a decode reusing freed (still resident) heap would look free
-    rss = _status_kib("VmRSS")
-    _reset_peak()
+    trim_heap()  # without it, a decode reusing freed (still resident) heap would look free
+    meter = PeakMeter()
+    meter.start()
     result = decode(received)
-    hwm = _status_kib("VmHWM")
+    extra = meter.growth()
     del result
-    extra = max(0, hwm - rss) * 1024
     return {
         "codec": codec_name,
         "family": family,
         "payload_bytes": payload,
-        "rss_before_bytes": rss * 1024,
+        "rss_before_bytes": meter.baseline(),
         "extra_bytes": extra,
         "peak_ratio": (payload + extra) / payload,
     }

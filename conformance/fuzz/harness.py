@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 from reference_codec.schema import MESSAGE_TYPES
 
-from .memory import PeakMeter
+from conformance.peak_memory import PeakMeter
 from .pickle_probe import PickleProbe
 
 __all__ = ["Outcome", "Harness", "OK_KINDS", "FINDING_KINDS"]
