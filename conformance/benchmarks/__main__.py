@@ -48,6 +48,9 @@ __all__ = ["main"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+#: Files outside conformance/benchmarks/ that the benchmarks import as measuring tools
+#: (not code under test): copied into the base tree with the benchmarks.
+MEASUREMENT_SUPPORT = (os.path.join("conformance", "peak_memory.py"),)
 #: Defaults of a run: enough rounds for a stable median on a loaded 2-core machine, under 10 minutes.
 DEFAULT_PYTEST_ARGS = ["--benchmark-min-rounds=5", "--benchmark-max-time=0.5", "--benchmark-warmup=on", "--benchmark-warmup-iterations=1"]
 
@@ -174,6 +177,8 @@ def base_tree(ref: str) -> Iterator[str]:
             target = os.path.join(tree, "conformance", "benchmarks")
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(HERE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            for support in MEASUREMENT_SUPPORT:  # the benchmarks' own tools, measured alike on both sides
+                shutil.copy2(os.path.join(ROOT, support), os.path.join(tree, support))
             yield tree
         finally:
             subprocess.call(["git", "-C", ROOT, "worktree", "remove", "--force", tree])
