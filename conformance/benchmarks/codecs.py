@@ -5,20 +5,27 @@ Each entry has ``prepare(msg)`` (done once, outside the timed call),
 pickle codecs ``prepare`` is the identity. For SGLang 0.5.23 it converts the
 reference message into SGLang's own classes once, so that only SGLang's
 ``msgpack_encode``/``msgpack_decode`` are timed, not the adapter's conversion.
+
+``candidate`` is your implementation, measured in the same run beside the
+others: set ``IPC_BENCH_CODEC`` to anything ``python -m conformance --codec``
+accepts (a built-in name or ``MODULE:ATTR``). Without it, its benchmarks skip.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List, NamedTuple
+import os
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from reference_codec import PickleCodec, ReferenceCodec
 
-__all__ = ["BenchCodec", "CODEC_NAMES", "BASELINE", "get_codec", "sglang_available", "wire_bytes"]
+__all__ = ["BenchCodec", "CODEC_NAMES", "BASELINE", "CANDIDATE_ENV", "get_codec", "sglang_available", "unavailable", "wire_bytes"]
 
 #: Every codec of the benchmarks, in table column order. ``pickle`` is the baseline of the ratios.
-CODEC_NAMES: List[str] = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang"]
+CODEC_NAMES: List[str] = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang", "candidate"]
 BASELINE = "pickle"
+#: The implementation measured as ``candidate`` (a ``--codec`` spec).
+CANDIDATE_ENV = "IPC_BENCH_CODEC"
 
 
 class BenchCodec(NamedTuple):
@@ -36,6 +43,15 @@ def sglang_available() -> bool:
     from conformance.codecs.sglang import sglang_available as available
 
     return available()
+
+
+def unavailable(name: str) -> Optional[str]:
+    """Why codec ``name`` cannot be measured here (a skip reason), or None."""
+    if name == "sglang" and not sglang_available():
+        return "SGLang 0.5.23 is not installed (tox -e sglang, or the sglang venv)"
+    if name == "candidate" and not os.environ.get(CANDIDATE_ENV):
+        return f"no candidate implementation: set {CANDIDATE_ENV}=MODULE:ATTR to measure yours beside these"
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -60,6 +76,10 @@ def get_codec(name: str) -> BenchCodec:
             lambda obj: [io.msgpack_encode(obj)],
             lambda frames: io.msgpack_decode(frames[0]),
         )
+    elif name == "candidate":
+        from conformance.plugin import load_codec
+
+        codec = load_codec(os.environ[CANDIDATE_ENV])
     else:
         raise ValueError(f"unknown benchmark codec {name!r}; choose from {CODEC_NAMES}")
     return BenchCodec(name, _identity, codec.encode, codec.decode)

@@ -22,13 +22,14 @@ from .results import Record
 
 __all__ = ["render", "targets", "fmt_time", "fmt_bytes"]
 
-COLUMNS = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang", "memcpy"]
+COLUMNS = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang", "candidate", "memcpy"]
 HEADERS = {
     "pickle": "pickle (baseline)",
     "pickle-oob": "pickle 5 + out-of-band",
     "reference-v1": "reference wire v1",
     "reference-v2": "reference wire v2",
     "sglang": "SGLang 0.5.23",
+    "candidate": "candidate (IPC_BENCH_CODEC)",
     "memcpy": "memcpy",
 }
 OP_LABELS = {

@@ -19,14 +19,15 @@ import pytest
 import torch
 
 from conformance.benchmarks import corpus
-from conformance.benchmarks.codecs import CODEC_NAMES, get_codec, sglang_available, wire_bytes
+from conformance.benchmarks.codecs import CODEC_NAMES, get_codec, unavailable, wire_bytes
 
 OPS = ["encode", "decode", "roundtrip"]
 
 
 def _codec_or_skip(name: str):
-    if name == "sglang" and not sglang_available():
-        pytest.skip("SGLang 0.5.23 is not installed (tox -e sglang, or the sglang venv)")
+    reason = unavailable(name)
+    if reason:
+        pytest.skip(reason)
     return get_codec(name)
 
 

@@ -23,7 +23,7 @@ import os
 
 import pytest
 
-from conformance.benchmarks.codecs import CODEC_NAMES, sglang_available
+from conformance.benchmarks.codecs import CANDIDATE_ENV, CODEC_NAMES, unavailable
 
 try:
     from conformance.live.pipeline import run_pipeline
@@ -47,14 +47,16 @@ pytestmark = [
 
 
 def _run(codec_name: str, concurrency: int):
-    return run_pipeline(LIVE_SPECS[codec_name], generate_workload(REQUESTS, seed=0), device=DEVICE, concurrency=concurrency)
+    spec = os.environ[CANDIDATE_ENV] if codec_name == "candidate" else LIVE_SPECS[codec_name]
+    return run_pipeline(spec, generate_workload(REQUESTS, seed=0), device=DEVICE, concurrency=concurrency)
 
 
 @pytest.mark.parametrize("codec_name", CODEC_NAMES)
 @pytest.mark.parametrize("concurrency", [1, HIGH], ids=["c1", "high"])
 def test_live_pipeline(benchmark, concurrency, codec_name):
-    if codec_name == "sglang" and not sglang_available():
-        pytest.skip("SGLang 0.5.23 is not installed (tox -e sglang, or the sglang venv)")
+    reason = unavailable(codec_name)
+    if reason:
+        pytest.skip(reason)
     family = f"live-c{concurrency}"
     benchmark.group = f"{family} live"
     result = benchmark.pedantic(_run, args=(codec_name, concurrency), rounds=1, iterations=1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.benchmarks import corpus, memory
-from conformance.benchmarks.codecs import CODEC_NAMES, sglang_available
+from conformance.benchmarks.codecs import CODEC_NAMES, unavailable
 
 MEMORY_FAMILIES = [
     f
@@ -26,8 +26,9 @@ MEMORY_FAMILIES = [
 def test_decode_peak_memory(benchmark, family, codec_name):
     if not memory.available():
         pytest.skip("needs Linux /proc/self/clear_refs and /proc/self/status")
-    if codec_name == "sglang" and not sglang_available():
-        pytest.skip("SGLang 0.5.23 is not installed (tox -e sglang, or the sglang venv)")
+    reason = unavailable(codec_name)
+    if reason:
+        pytest.skip(reason)
     benchmark.group = f"{family} memory"
     result = benchmark.pedantic(memory.measure, args=(codec_name, family), rounds=1, iterations=1)
     benchmark.extra_info.update(result, op="memory", gate_time=False)

@@ -19,7 +19,7 @@ import pytest
 import zmq
 
 from conformance.benchmarks import corpus
-from conformance.benchmarks.codecs import CODEC_NAMES, sglang_available, wire_bytes
+from conformance.benchmarks.codecs import CODEC_NAMES, unavailable, wire_bytes
 from conformance.benchmarks.zmq_echo import NamedCodec
 from reference_codec import transport
 
@@ -66,8 +66,9 @@ def echo_socket():
 @pytest.mark.parametrize("codec_name", CODEC_NAMES)
 @pytest.mark.parametrize("family", ZMQ_FAMILIES)
 def test_zmq_round_trip(benchmark, echo_socket, family, codec_name):
-    if codec_name == "sglang" and not sglang_available():
-        pytest.skip("SGLang 0.5.23 is not installed (tox -e sglang, or the sglang venv)")
+    reason = unavailable(codec_name)
+    if reason:
+        pytest.skip(reason)
     codec = NamedCodec(codec_name)
     inner = codec._codec
     obj = inner.prepare(corpus.build(family))

@@ -393,3 +393,22 @@ def test_cli_run_with_a_baseline_json_re_measures_the_current_tree_only(tmp_path
     assert [c[0] for c in calls] == ["current"] * 4
     assert "in this tree only (a baseline JSON without --baseline-ref cannot be re-measured)" in out
     assert "| CONFIRMED | tensor-1KiB encode reference-v2 | +60.0% | +60%, +0%, +55% |" in out
+
+
+def test_the_candidate_column_measures_the_codec_named_in_the_environment(monkeypatch):
+    from conformance.benchmarks import codecs
+
+    monkeypatch.delenv(codecs.CANDIDATE_ENV, raising=False)
+    assert codecs.CANDIDATE_ENV in codecs.unavailable("candidate")
+    monkeypatch.setenv(codecs.CANDIDATE_ENV, "reference-v2")
+    codecs.get_codec.cache_clear()
+    try:
+        assert codecs.unavailable("candidate") is None
+        from reference_codec.tests.samples import flush_cache
+
+        candidate = codecs.get_codec("candidate")
+        msg = flush_cache()
+        frames = candidate.encode(candidate.prepare(msg))
+        assert candidate.decode(frames) == msg
+    finally:
+        codecs.get_codec.cache_clear()
