@@ -24,6 +24,10 @@ capabilities as attributes; absent ones take the defaults of
     byte_stable       bool, False if re-encoding a decoded message may give
                       other bytes for the same value (pickle's memo); the
                       second-hop property then checks values only
+    native_byte_order_only
+                      bool, True if ndarrays come back in native byte order
+                      (values kept); the suite converts non-native ndarrays
+                      before testing it (and says so)
 
 Select it with ``python -m conformance --codec SPEC`` or the environment
 variable ``IPC_CONFORMANCE_CODEC=SPEC``. SPEC is a built-in name (see
@@ -73,6 +77,7 @@ class Capabilities:
     executes_code_on_decode: bool = False
     byte_stable: bool = True
     unsupported_dtypes: Tuple[str, ...] = ()
+    native_byte_order_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,7 @@ def _capabilities(impl: Any, default_name: str) -> Capabilities:
         executes_code_on_decode=bool(getattr(impl, "executes_code_on_decode", False)),
         byte_stable=bool(getattr(impl, "byte_stable", True)),
         unsupported_dtypes=tuple(getattr(impl, "unsupported_dtypes", ())),
+        native_byte_order_only=bool(getattr(impl, "native_byte_order_only", False)),
     )
 
 

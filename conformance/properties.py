@@ -44,15 +44,19 @@ def message_strategy(tag: str, codec: Any = None) -> st.SearchStrategy:
     import strategies  # noqa: F401 - registers st.from_type for the schema and loads the profile
 
     base = st.from_type(MESSAGE_TYPES[tag])
-    unsupported = getattr(getattr(codec, "caps", None), "unsupported_dtypes", ())
-    if not unsupported:
+    caps = getattr(codec, "caps", None)
+    unsupported = getattr(caps, "unsupported_dtypes", ())
+    native_only = getattr(caps, "native_byte_order_only", False)
+    if not unsupported and not native_only:
         return base
-    return base.map(lambda msg: without_dtypes(msg, unsupported))
+    return base.map(lambda msg: without_dtypes(msg, unsupported, native_byte_order=native_only))
 
 
-def without_dtypes(msg: Any, names) -> Any:
-    """``msg`` with every tensor of a dtype in ``names`` cast to float32 (a declared capability gap)."""
+def without_dtypes(msg: Any, names, *, native_byte_order: bool = False) -> Any:
+    """``msg`` adapted to a codec's declared gaps: tensors of a dtype in ``names`` cast to float32,
+    and, with ``native_byte_order``, non-native ndarrays converted to native byte order (same values)."""
     import msgspec
+    import numpy as np
     import torch
 
     from reference_codec.dtypes import TORCH_DTYPES
@@ -67,6 +71,9 @@ def without_dtypes(msg: Any, names) -> Any:
                     warnings.simplefilter("ignore")  # complex -> float32 drops the imaginary part, knowingly
                     return value.detach().to(torch.float32).requires_grad_(value.requires_grad)
             return value
+        if native_byte_order and isinstance(value, np.ndarray) and _non_native(value.dtype):
+            hypothesis.event("ndarray converted to native byte order: the codec declares it loses byte order")
+            return value.astype(value.dtype.newbyteorder("="))
         if isinstance(value, msgspec.Struct):
             changes = {f: walk(getattr(value, f)) for f in value.__struct_fields__}
             return msgspec.structs.replace(value, **changes)
@@ -77,6 +84,14 @@ def without_dtypes(msg: Any, names) -> Any:
         return value
 
     return walk(msg)
+
+
+def _non_native(dtype) -> bool:
+    if dtype.fields:
+        return any(_non_native(dtype.fields[name][0]) for name in dtype.names)
+    if dtype.subdtype is not None:
+        return _non_native(dtype.subdtype[0])
+    return not dtype.isnative
 
 
 _short = reprlib.Repr()

@@ -30,6 +30,21 @@ def _unpicklable_tensor_dtypes() -> Tuple[str, ...]:
     return tuple(failing)
 
 
+@functools.lru_cache(maxsize=None)
+def _loses_ndarray_byte_order() -> bool:
+    """Whether a big-endian ndarray comes back little-endian (values kept, dtype changed).
+
+    numpy 2.x restores arrays pickled through ``__reduce__`` (any protocol below
+    5, and non-contiguous arrays under protocol 5) in native byte order.
+    """
+    import numpy as np
+
+    for array in (np.arange(4, dtype=">f8"), np.arange(8, dtype=">f8")[::2]):
+        if pickle.loads(pickle.dumps(array, protocol=pickle.HIGHEST_PROTOCOL)).dtype != array.dtype:
+            return True
+    return False
+
+
 class PickleCodec:
     """``socket.send_pyobj`` semantics, as frames.
 
@@ -60,6 +75,8 @@ class PickleCodec:
         #: Tensor dtypes this torch cannot pickle and unpickle (measured, not assumed):
         #: torch 2.13 fails on uint16/32/64, float8 and complex32 storages.
         self.unsupported_dtypes = _unpicklable_tensor_dtypes()
+        #: Measured too: numpy 2.4 unpickles a non-contiguous ``>f8`` array as ``<f8``.
+        self.native_byte_order_only = _loses_ndarray_byte_order()
 
     def __repr__(self) -> str:
         return "PickleCodec(out_of_band=True)" if self.out_of_band else "PickleCodec()"
