@@ -200,16 +200,7 @@ class Scheduler:
         )
         req.output.append(token)
         if msg.return_logprob:
-            o = req.out_lp
-            o["val"].append(lp[token].item())
-            o["idx"].append(token)
-            if msg.top_logprobs_num > 0:
-                top = lp.topk(msg.top_logprobs_num)
-                o["top_val"].append(top.values.tolist())
-                o["top_idx"].append(top.indices.tolist())
-            if msg.token_ids_logprob is not None:
-                o["ids_val"].append([lp[t].item() for t in msg.token_ids_logprob])
-                o["ids_idx"].append(list(msg.token_ids_logprob))
+            _append_logprobs(req.out_lp, msg, lp, token)
         if msg.return_hidden_states:
             req.hidden.append(hidden[-1].tolist())
         req.finished = _finish(req, token)
@@ -326,16 +317,22 @@ def _input_logprobs(msg: s.TokenizedGenerateReqInput, prompt: List[int], lp: tor
             out["ids_val"].append(None)
             out["ids_idx"].append(None)
             continue
-        row = lp[p - 1]
-        out["val"].append(row[prompt[p]].item())
-        if msg.top_logprobs_num > 0:
-            top = row.topk(msg.top_logprobs_num)
-            out["top_val"].append(top.values.tolist())
-            out["top_idx"].append(top.indices.tolist())
-        if msg.token_ids_logprob is not None:
-            out["ids_val"].append([row[t].item() for t in msg.token_ids_logprob])
-            out["ids_idx"].append(list(msg.token_ids_logprob))
+        _append_logprobs(out, msg, lp[p - 1], prompt[p], with_index=False)
     return out
+
+
+def _append_logprobs(out: Dict[str, list], msg: s.TokenizedGenerateReqInput, row: torch.Tensor, token: int, with_index: bool = True) -> None:
+    """One position's logprob entries: the token's, the top-k (if asked) and the requested ids' (if any)."""
+    out["val"].append(row[token].item())
+    if with_index:
+        out["idx"].append(token)
+    if msg.top_logprobs_num > 0:
+        top = row.topk(msg.top_logprobs_num)
+        out["top_val"].append(top.values.tolist())
+        out["top_idx"].append(top.indices.tolist())
+    if msg.token_ids_logprob is not None:
+        out["ids_val"].append([row[t].item() for t in msg.token_ids_logprob])
+        out["ids_idx"].append(list(msg.token_ids_logprob))
 
 
 def _refused_row(msg: s.TokenizedGenerateReqInput, reason: Dict[str, Any]) -> Dict[str, Any]:
