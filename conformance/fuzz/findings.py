@@ -24,7 +24,7 @@ from .harness import Harness
 from .minimise import minimise
 from .pickle_probe import PickleProbe
 
-__all__ = ["FINDINGS_DIR", "SavedFinding", "shrink_and_save", "load_findings"]
+__all__ = ["FINDINGS_DIR", "SavedFinding", "describe", "shrink_and_save", "load_findings"]
 
 FINDINGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings")
 
@@ -42,6 +42,25 @@ class SavedFinding:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:40]
+
+
+def describe(found_in: str, kind: str, error_type: Optional[str], error: str, attack: str, seed_label: str) -> str:
+    """One ASCII line that fits a golden vector's description (``conformance.vectors.DESCRIPTION_LENGTH``).
+
+    The error text is cut to fit; the full error is kept in the finding's ``error`` field; the description only has to say
+    where it was found, what broke, and which attack on which seed message produced it.
+    """
+    from conformance.vectors import DESCRIPTION_LENGTH  # not at import: the vectors module loads the findings
+
+    limit = DESCRIPTION_LENGTH[1]
+    head = f"fuzz finding in {found_in} ({attack} on a {seed_label}, shrunk): {kind}"
+    if error_type:
+        head += f" {error_type}"
+    text = " ".join(error.encode("ascii", "backslashreplace").decode("ascii").split())
+    line = f"{head}: {text}" if text else head
+    if len(line) > limit:
+        line = line[: limit - 3].rstrip() + "..."
+    return line
 
 
 def shrink_and_save(codec, finding, *, directory: str = FINDINGS_DIR, max_tests: int = 3000) -> Optional[SavedFinding]:
@@ -66,10 +85,7 @@ def shrink_and_save(codec, finding, *, directory: str = FINDINGS_DIR, max_tests:
     name = f"{_slug(codec.name)}_{_slug(outcome.error_type or outcome.kind)}_{digest}"
     saved = SavedFinding(
         name=name,
-        description=(
-            f"fuzz finding in {codec.name}: {outcome.kind} {outcome.error_type}: {outcome.error[:200]} "
-            f"(attack {finding.attack} on a {finding.seed_label}, shrunk)"
-        ),
+        description=describe(codec.name, outcome.kind, outcome.error_type, outcome.error, finding.attack, finding.seed_label),
         found_in=codec.name,
         signature=outcome.signature,
         error=outcome.error[:500],

@@ -82,3 +82,32 @@ def test_the_harness_counts_a_non_message_result_as_a_finding():
     codec = CodecUnderTest(impl, _capabilities(impl, "returns-ints"))
     assert Harness(codec, PickleProbe()).run([b"\x00"]).kind == "not-a-message"
     assert Harness(load_codec("reference"), PickleProbe()).run([b"\x00"]).kind == "rejected"
+
+
+def test_a_saved_finding_is_shrunk_reproducible_and_fits_a_vector_description(tmp_path):
+    from conformance.fuzz.findings import load_findings, shrink_and_save
+    from conformance.vectors import DESCRIPTION_LENGTH
+
+    target = Target(codec=BROKEN + "CrashesOnJunk")
+    result = run(target, RunConfig(**SMALL))
+    finding = next(f for f in result.findings if f.kind == "other-exception")
+    codec = load_codec(target.codec)
+    saved = shrink_and_save(codec, finding, directory=str(tmp_path), max_tests=300)
+    assert saved is not None
+    assert load_findings(str(tmp_path)) == [saved]
+    shrunk = [bytes.fromhex(f) for f in saved.frames]
+    assert sum(map(len, shrunk)) <= sum(len(bytes.fromhex(f)) for f in finding.frames)
+    assert Harness(codec, PickleProbe()).run(shrunk).signature == finding.signature
+    # the description becomes a golden vector's: one ASCII line within the vector format's limit
+    assert len(saved.description) <= DESCRIPTION_LENGTH[1] and saved.description.isascii() and "\n" not in saved.description
+
+
+def test_a_finding_description_is_cut_to_one_ascii_line():
+    from conformance.fuzz.findings import describe
+    from conformance.vectors import DESCRIPTION_LENGTH
+
+    line = describe("impl", "other-exception", "RuntimeError", "shape '[" + "1, " * 200 + "]'\nnot\u00e9 valid",
+                    "buffer_metadata", "BatchTokenIDOutput-8")
+    assert len(line) == DESCRIPTION_LENGTH[1] and line.endswith("...") and line.isascii() and "\n" not in line
+    assert line.startswith("fuzz finding in impl (buffer_metadata on a BatchTokenIDOutput-8, shrunk): other-exception RuntimeError")
+    assert describe("impl", "not-a-message", "int", "", "bytes", "X") == "fuzz finding in impl (bytes on a X, shrunk): not-a-message int"

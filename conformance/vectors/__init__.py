@@ -15,7 +15,7 @@ A file holds exactly these keys::
 
     {
       "name": "y_flush_cache_req_input",     # the file name without ".json"
-      "description": "one line: what it tests and why",
+      "description": "one line: what it tests and why",  # ASCII, 10 to 140 characters
       "wire": "v1",                          # or "v2": the directory it is in
       "frames": ["dc0004b2466c...", ...],    # lowercase hex, frame 0 is the body
       "expected": {"$struct": ...},          # conformance.neutral form, or null
@@ -132,9 +132,14 @@ class Case:
 
 
 CASES: List[Case] = []
+DESCRIPTION_LENGTH = (10, 140)  # a description is one line a reader takes in at a glance
 
 
 def _case(name: str, description: str, *, wire: str = "v1", reason: Optional[str] = None):
+    low, high = DESCRIPTION_LENGTH
+    if not (low <= len(description) <= high and description.isascii() and "\n" not in description):
+        raise ValueError(f"vector {name}: description must be one ASCII line of {low} to {high} characters: {description!r}")
+
     def register(build: Callable[[], Any]) -> Callable[[], Any]:
         CASES.append(Case(name, wire, description, build, reason))
         return build
@@ -1410,8 +1415,9 @@ def _parse(rel: str, text: str) -> GoldenVector:
     if data["wire"] != version:
         raise ValueError(f"{rel}: wire {data['wire']!r} differs from its directory {version!r}")
     description = data["description"]
-    if not isinstance(description, str) or not description.strip() or "\n" in description:
-        raise ValueError(f"{rel}: description must be one non-empty line")
+    low, high = DESCRIPTION_LENGTH
+    if not isinstance(description, str) or not low <= len(description) <= high or "\n" in description:
+        raise ValueError(f"{rel}: description must be one line of {low} to {high} characters")
     frames = data["frames"]
     if not isinstance(frames, list) or not all(isinstance(f, str) and f == f.lower() for f in frames):
         raise ValueError(f"{rel}: frames must be a list of lowercase hex strings")
