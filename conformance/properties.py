@@ -86,6 +86,26 @@ def without_dtypes(msg: Any, names, *, native_byte_order: bool = False) -> Any:
     return walk(msg)
 
 
+def has_non_native_ndarray(msg: Any) -> bool:
+    """Whether ``msg`` holds an ndarray (anywhere, at any depth) whose dtype is not in native byte order."""
+    import msgspec
+    import numpy as np
+
+    stack = [msg]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, np.ndarray):
+            if _non_native(value.dtype):
+                return True
+        elif isinstance(value, msgspec.Struct):
+            stack.extend(getattr(value, f) for f in value.__struct_fields__)
+        elif type(value) in (list, tuple):
+            stack.extend(value)
+        elif type(value) is dict:
+            stack.extend(value.values())
+    return False
+
+
 def _non_native(dtype) -> bool:
     if dtype.fields:
         return any(_non_native(dtype.fields[name][0]) for name in dtype.names)

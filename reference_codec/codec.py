@@ -27,6 +27,8 @@ __all__ = ["ReferenceCodec", "Frames"]
 Frames = List[Union[bytes, bytearray, memoryview]]
 
 _INT_MIN = -(2**63)
+# The map keys an untyped value may have, on both sides of the wire (see wire.py).
+_UNTYPED_KEY_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
 _UINT_MAX = 2**64 - 1
 _ENUMS_BY_NAME: Mapping[str, type] = {cls.__name__: cls for cls in ENUM_TYPES}
 _TYPED_BUFFERS = (torch.Tensor, np.ndarray, array)
@@ -204,7 +206,7 @@ class ReferenceCodec:
             out = {}
             changed = False
             for k, v in value.items():
-                if type(k) not in (str, int, bytes, bool, float) and k is not None:
+                if type(k) not in _UNTYPED_KEY_TYPES:
                     raise EncodeError(f"dict key of type {type(k).__qualname__} in an untyped field", format_path(path))
                 nv = self._untyped_to_wire(v, path + (k,), depth + 1)
                 changed |= nv is not v
@@ -424,6 +426,11 @@ def _check_depth(value: object, path: Tuple, depth: int, limit: int) -> None:
                 _refuse_leaf(v, path + (i,))
     elif isinstance(value, dict):
         for k, v in value.items():
+            if type(k) not in _UNTYPED_KEY_TYPES:
+                raise DecodeError(
+                    f"map key of type {type(k).__name__} in an untyped field (keys are str, int, float, bool, nil or bin)",
+                    format_path(path),
+                )
             if isinstance(v, (list, tuple, dict)):
                 _check_depth(v, path + (k,), depth + 1, limit)
             elif type(v) in _FOREIGN_LEAVES:

@@ -109,6 +109,11 @@ in untyped positions only, as::
     code 68  enum member     payload: msgpack [enum class name, value]; only
                              the enums of the schema (``ENUM_TYPES``)
 
+A map key in an untyped position decodes to a str, int, float, bool, None or
+bytes; a decoder refuses any other key (an array, which msgpack decoders turn
+into a tuple; a timestamp; a tuple or enum extension), since no encoder writes
+one and a second hop could not re-encode it.
+
 Code 67 is also how a field typed :class:`~reference_codec.schema.Int128`
 (trace ids) travels, in any position. SGLang 0.5.23 decodes codes 64-68 as
 opaque ``msgspec.msgpack.Ext`` values.

@@ -6,6 +6,9 @@ the long loop both check it):
 * it returns a message of the schema, or raises its declared decode error
   (``decode_error`` in :mod:`conformance.plugin`); any other exception is a
   finding, because a receiver loop that catches only the decode error dies;
+* a message it returns, the same codec encodes again (``not-re-encodable``
+  otherwise): a decoder that accepts what no encoder writes hands the next hop
+  (a forwarding gateway, a detokenizer) a message it cannot send;
 * it finishes within ``time_bound`` seconds (a hang is a denial of service);
 * its peak resident memory grows by at most ``memory_bound`` bytes;
 * it never executes code: the :class:`~.pickle_probe.PickleProbe` file does
@@ -30,7 +33,7 @@ __all__ = ["Outcome", "Harness", "OK_KINDS", "FINDING_KINDS"]
 
 OK_KINDS = ("decoded", "rejected")
 #: What breaks the contract. ``hang`` and ``crash`` are seen only by the loop's watchdog (the process is gone).
-FINDING_KINDS = ("other-exception", "not-a-message", "slow", "memory", "code-executed", "hang", "crash")
+FINDING_KINDS = ("other-exception", "not-a-message", "not-re-encodable", "slow", "memory", "code-executed", "hang", "crash")
 
 _MESSAGE_CLASSES = tuple(MESSAGE_TYPES.values())
 
@@ -88,8 +91,15 @@ class Harness:
         else:
             if not isinstance(decoded, _MESSAGE_CLASSES):
                 kind, error_type, error = "not-a-message", type(decoded).__name__, ""
-            decoded = None
         seconds = time.perf_counter() - start
+        if kind == "decoded":
+            try:
+                codec.encode(decoded)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:
+                kind, error_type, error = "not-re-encodable", type(exc).__name__, _first_line(exc)
+        decoded = None
         peak = self.meter.growth()
         if self.probe.executed():
             self.probe.reset()

@@ -104,7 +104,7 @@ class RunResult:
 
     def summary(self) -> str:
         c = self.counts
-        other = sum(c.get(k, 0) for k in ("other-exception", "not-a-message", "crash"))
+        other = sum(c.get(k, 0) for k in ("other-exception", "not-a-message", "not-re-encodable", "crash"))
         lines = [
             f"fuzz {self.target}: {self.tried} frames in {self.seconds:.1f} s "
             f"({self.tried / max(self.seconds, 1e-9):,.0f}/s, {self.config['workers']} workers, seed {self.config['seed']}, "

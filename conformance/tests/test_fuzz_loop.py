@@ -84,6 +84,29 @@ def test_the_harness_counts_a_non_message_result_as_a_finding():
     assert Harness(load_codec("reference"), PickleProbe()).run([b"\x00"]).kind == "rejected"
 
 
+def test_the_harness_counts_a_message_its_own_encoder_refuses_as_a_finding():
+    """A decoder that accepts what no encoder writes (here: a map keyed by an array, which
+    decodes to a tuple key) hands the next hop a message it cannot send."""
+    from reference_codec import ReferenceCodec
+
+    from conformance.plugin import CodecUnderTest, _capabilities
+
+    class KeepsTupleKeys(ReferenceCodec):
+        def decode(self, frames):
+            import msgspec
+
+            from reference_codec.schema import MESSAGE_TYPES
+
+            return msgspec.msgpack.decode(frames[0], type=MESSAGE_TYPES["GetInternalStateReqOutput"])
+
+    frame = bytes.fromhex("94b9476574496e7465726e616c53746174655265714f7574707574c0c081a576616c756581920102c0")
+    impl = KeepsTupleKeys()
+    outcome = Harness(CodecUnderTest(impl, _capabilities(impl, "keeps-tuple-keys")), PickleProbe()).run([frame])
+    assert outcome.kind == "not-re-encodable" and "dict key of type tuple" in outcome.error, outcome
+    rejected = Harness(load_codec("reference"), PickleProbe()).run([frame])
+    assert rejected.kind == "rejected" and "map key of type tuple" in rejected.error, rejected
+
+
 def test_a_saved_finding_is_shrunk_reproducible_and_fits_a_vector_description(tmp_path):
     from conformance.fuzz.findings import load_findings, shrink_and_save
     from conformance.vectors import DESCRIPTION_LENGTH

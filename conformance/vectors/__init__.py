@@ -1143,6 +1143,24 @@ def _():
     return Raw([_untyped(Ext(-1, (1700000000).to_bytes(4, "big")))])
 
 
+@_case(
+    "n_array_map_key_in_untyped_field",
+    "an untyped map keyed by an array: decodes to a tuple key that no encoder writes (found by fuzzing the testee)",
+    reason="map key of type tuple in an untyped field",
+)
+def _():
+    return Raw([_untyped(msgspec.Raw(b"\x81\x92\x01\x02\xc0"))])
+
+
+@_case(
+    "n_timestamp_map_key_in_untyped_field",
+    "an untyped map keyed by msgpack's timestamp ext (-1): a datetime key that no encoder writes",
+    reason="map key of type datetime in an untyped field",
+)
+def _():
+    return Raw([_untyped(msgspec.Raw(b"\x81\xd6\xff" + (1700000000).to_bytes(4, "big") + b"\xc0"))])
+
+
 @_case("i_duplicate_map_keys", "a Dict[str, Any] map holding key 'a' twice: last-wins, first-wins or refusal are all seen in practice")
 def _():
     return Raw([_body("GetInternalStateReqOutput", None, None, msgspec.Raw(b"\x82\xa1a\x01\xa1a\x02"))])
