@@ -42,6 +42,22 @@ class _ExtFailure(Exception):
         self.code, self.data, self.reason = code, data, reason
 
 
+class _CallState(threading.local):
+    """Per-thread state of the call in progress, read by the msgspec hooks (which take no context).
+
+    Class attributes are each thread's starting values, so a call sets only what it uses:
+    ``views``/``used`` (decode: the frames, and which out-of-band frames the body referenced),
+    ``depth`` (decode: tuple ext nesting; always back to 0 when a call ends), ``frames``
+    (wire v2 encode: the buffers collected so far), ``failed`` (encode: the value the hook refused).
+    """
+
+    views: Optional[Sequence[Any]] = None
+    used: Optional[List[bool]] = None
+    depth: int = 0
+    frames: Optional[List[Any]] = None
+    failed: Any = None
+
+
 class ReferenceCodec:
     """Encode IPC messages to frames and decode frames back, exactly and safely.
 
@@ -95,7 +111,7 @@ class ReferenceCodec:
         self.limits = limits
         self.map_location = map_location
         self._message_classes = frozenset(MESSAGE_TYPES.values())
-        self._state = threading.local()
+        self._state = _CallState()
         self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
         self._decoder = msgspec.msgpack.Decoder(
             Union[tuple(MESSAGE_TYPES.values())], dec_hook=self._dec_hook, ext_hook=self._ext_hook
@@ -119,9 +135,15 @@ class ReferenceCodec:
             raise EncodeError(
                 f"{type(msg).__qualname__} is not a message of the reference schema (see MESSAGE_TYPES)"
             )
+        if not self.out_of_band:  # wire v1: one frame, no state for the hooks to collect
+            try:
+                return [self._encoder.encode(map_positions(msg, self._encode_untyped))]
+            except EncodeError:
+                raise
+            except (TypeError, OverflowError, ValueError) as exc:
+                raise self._locate_encode_error(msg, exc) from exc
         state = self._state
         state.frames = frames = [b""]
-        state.failed = None
         try:
             wire_msg = map_positions(msg, self._encode_untyped)
             frames[0] = self._encoder.encode(wire_msg)
@@ -134,7 +156,7 @@ class ReferenceCodec:
         return frames
 
     def _locate_encode_error(self, msg: object, exc: Exception) -> EncodeError:
-        failed = getattr(self._state, "failed", None)
+        failed, self._state.failed = self._state.failed, None
         if failed is not None:
             path = locate(msg, lambda v: v is failed)
         elif isinstance(exc, OverflowError):
@@ -242,8 +264,9 @@ class ReferenceCodec:
         views = self._frame_views(frames)
         state = self._state
         state.views = views
-        state.used = [False] * len(views)
-        state.depth = 0
+        several = len(views) > 1
+        if several:  # with one frame no out-of-band reference can pass the index check, so none is recorded
+            state.used = [False] * len(views)
         try:
             msg = self._decoder.decode(views[0])
         except _ExtFailure as failure:
@@ -255,11 +278,13 @@ class ReferenceCodec:
         except RecursionError:
             raise DecodeError("message nested deeper than the decoder's recursion limit", "$") from None
         finally:
-            used = state.used
-            state.views = state.used = None
-        unused = [i for i in range(1, len(views)) if not used[i]]
-        if unused:
-            raise DecodeError(f"frame(s) {unused} are not referenced by the message body", "$")
+            state.views = None
+            if several:
+                used, state.used = state.used, None
+        if several:
+            unused = [i for i in range(1, len(views)) if not used[i]]
+            if unused:
+                raise DecodeError(f"frame(s) {unused} are not referenced by the message body", "$")
         return map_positions(msg, self._decode_untyped)
 
     def _frame_views(self, frames) -> List[memoryview]:

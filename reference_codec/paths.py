@@ -53,7 +53,7 @@ def parse_msgspec_path(message: str) -> Tuple[str, Optional[List]]:
         parts.append(int(idx) if idx else (attr or key.strip("'\"")))
     reason = message[: m.start()]
     if m.group("key"):  # msgspec's "at `key` in `$[3]`": the offending part is a dict key
-        reason += f" (in a dict key)"
+        reason += " (in a dict key)"
     return reason, parts
 
 

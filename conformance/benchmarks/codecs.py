@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, List, NamedTuple, Optional
 
 from reference_codec import PickleCodec, ReferenceCodec
 

@@ -208,7 +208,7 @@ def targets(records: List[Record]) -> List[str]:
         if v1:
             v1_over = [f for f, x in v1 if x > PEAK_RATIO_TARGET]
             v1_text = (
-                f" Wire v1 (one frame: tensors are copied out of the body): "
+                " Wire v1 (one frame: tensors are copied out of the body): "
                 + ("within target." if not v1_over else f"over on {', '.join(v1_over)} (up to {max(x for _, x in v1):.2f}).")
             )
         lines.append(

@@ -18,7 +18,6 @@ exception instead of the machine's memory.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import queue
 import resource
 import sys
