@@ -473,10 +473,16 @@ def _refuse_leaf(value: object, path: Tuple) -> None:
     raise DecodeError(f"{type(value).__name__} (msgpack timestamp ext -1) is not part of the reference wire", format_path(path))
 
 
+_PLAIN_SORTABLE = frozenset({int, str})
+
+
 def _canonical_set(value: object) -> object:
     """A typed set's items in ascending order (by type name, then value): the wire's canonical order."""
     if not isinstance(value, (set, frozenset)):
         return value
+    types = {*map(type, value)}
+    if len(types) <= 1 and types <= _PLAIN_SORTABLE:  # all int or all str: the same order, without a key per item
+        return sorted(value)
     try:
         return sorted(value, key=lambda v: (type(v).__name__, v))
     except TypeError:

@@ -328,3 +328,18 @@ def test_typed_set_is_written_in_ascending_order_so_a_second_hop_is_byte_identic
     first = V1.encode(msg)
     assert V1.encode(V1.decode(first)) == first
     assert V1.decode(first).sampling_params.stop_token_ids == {7, 15}
+
+
+def test_typed_set_order_is_by_type_name_then_value_whatever_the_items():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from reference_codec.codec import _canonical_set
+
+    items = st.one_of(st.integers(), st.text(max_size=4), st.booleans(), st.floats(allow_nan=False), st.binary(max_size=3))
+
+    @given(st.one_of(st.sets(st.integers()), st.sets(st.text(max_size=4)), st.sets(items), st.frozensets(items)))
+    def check(values):
+        assert _canonical_set(values) == sorted(values, key=lambda v: (type(v).__name__, v))
+
+    check()
