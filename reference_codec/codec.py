@@ -27,9 +27,9 @@ __all__ = ["ReferenceCodec", "Frames"]
 Frames = List[Union[bytes, bytearray, memoryview]]
 
 _INT_MIN = -(2**63)
+_UINT_MAX = 2**64 - 1
 # The map keys an untyped value may have, on both sides of the wire (see wire.py).
 _UNTYPED_KEY_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
-_UINT_MAX = 2**64 - 1
 _ENUMS_BY_NAME: Mapping[str, type] = {cls.__name__: cls for cls in ENUM_TYPES}
 _TYPED_BUFFERS = (torch.Tensor, np.ndarray, array)
 
@@ -135,24 +135,21 @@ class ReferenceCodec:
             raise EncodeError(
                 f"{type(msg).__qualname__} is not a message of the reference schema (see MESSAGE_TYPES)"
             )
-        if not self.out_of_band:  # wire v1: one frame, no state for the hooks to collect
-            try:
-                return [self._encoder.encode(map_positions(msg, self._encode_untyped))]
-            except EncodeError:
-                raise
-            except (TypeError, OverflowError, ValueError) as exc:
-                raise self._locate_encode_error(msg, exc) from exc
-        state = self._state
-        state.frames = frames = [b""]
+        frames = None
+        if self.out_of_band:  # the hooks collect buffers here; wire v1 needs no per-call state
+            self._state.frames = frames = [b""]
         try:
-            wire_msg = map_positions(msg, self._encode_untyped)
-            frames[0] = self._encoder.encode(wire_msg)
+            body = self._encoder.encode(map_positions(msg, self._encode_untyped))
         except EncodeError:
             raise
         except (TypeError, OverflowError, ValueError) as exc:
             raise self._locate_encode_error(msg, exc) from exc
         finally:
-            state.frames = None
+            if frames is not None:
+                self._state.frames = None
+        if frames is None:
+            return [body]
+        frames[0] = body
         return frames
 
     def _locate_encode_error(self, msg: object, exc: Exception) -> EncodeError:
@@ -440,7 +437,7 @@ class ReferenceCodec:
 
 
 def _check_depth(value: object, path: Tuple, depth: int, limit: int) -> None:
-    """Bound the depth of an untyped value, and refuse leaves the reference never writes."""
+    """Bound the depth of an untyped value, and refuse map keys and leaves the reference never writes."""
     if depth > limit:
         raise DecodeError(f"untyped value nested deeper than {limit}", format_path(path))
     if isinstance(value, (list, tuple)):
