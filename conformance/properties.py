@@ -88,22 +88,14 @@ def without_dtypes(msg: Any, names, *, native_byte_order: bool = False) -> Any:
 
 def has_non_native_ndarray(msg: Any) -> bool:
     """Whether ``msg`` holds an ndarray (anywhere, at any depth) whose dtype is not in native byte order."""
-    import msgspec
+    import sys
+
     import numpy as np
 
-    stack = [msg]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, np.ndarray):
-            if _non_native(value.dtype):
-                return True
-        elif isinstance(value, msgspec.Struct):
-            stack.extend(getattr(value, f) for f in value.__struct_fields__)
-        elif type(value) in (list, tuple):
-            stack.extend(value)
-        elif type(value) is dict:
-            stack.extend(value.values())
-    return False
+    from reference_codec.paths import locate
+
+    found = locate(msg, lambda v: isinstance(v, np.ndarray) and _non_native(v.dtype), limit=sys.maxsize)
+    return found is not None
 
 
 def _non_native(dtype) -> bool:

@@ -1,0 +1,38 @@
+"""The suite adapts messages to a codec's declared gaps, and finds what a gap would touch, at any depth."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_codec import schema as s
+from reference_codec.tests.samples import minimal
+
+from conformance.properties import has_non_native_ndarray, without_dtypes
+
+
+def _with_mask(*arrays: np.ndarray) -> s.BatchStrOutput:
+    msg = minimal(s.BatchStrOutput)
+    msg.output_token_sampling_mask = [
+        s.SamplingMaskChunk(lengths=np.zeros(2, "<i4"), token_ids=np.zeros(1, "<i4"), logprobs=a) for a in arrays
+    ]
+    return msg
+
+
+@settings(max_examples=1)
+@given(st.none())  # without_dtypes records Hypothesis events, which exist only inside a test
+def test_a_non_native_ndarray_is_found_at_any_depth_and_converted_to_native_with_the_same_values(_):
+    big_endian = np.arange(6, dtype=">i4")[::2]  # non-contiguous, as pickle mishandles it
+    msg = _with_mask(np.zeros(2, "<i4"), big_endian)
+    assert has_non_native_ndarray(msg)
+    native = without_dtypes(msg, (), native_byte_order=True)
+    assert not has_non_native_ndarray(native)
+    converted = native.output_token_sampling_mask[1].logprobs
+    assert converted.dtype == np.dtype("<i4") and converted.tolist() == big_endian.tolist()
+    assert msg.output_token_sampling_mask[1].logprobs is big_endian  # the caller's message is not changed
+
+
+def test_native_and_single_byte_arrays_are_not_reported():
+    assert not has_non_native_ndarray(_with_mask(np.zeros(2, "<i4"), np.zeros(3, "|u1")))
+    assert not has_non_native_ndarray(minimal(s.BatchStrOutput))
