@@ -47,8 +47,8 @@ def _slug(text: str) -> str:
 def describe(found_in: str, kind: str, error_type: Optional[str], error: str, attack: str, seed_label: str) -> str:
     """One ASCII line that fits a golden vector's description (``conformance.vectors.DESCRIPTION_LENGTH``).
 
-    The error text is cut to fit; the full error is kept in the finding's ``error`` field; the description only has to say
-    where it was found, what broke, and which attack on which seed message produced it.
+    It says where the finding was found, what broke, and which attack on which seed message
+    produced it; the error text is cut to fit (the full error stays in the finding's ``error`` field).
     """
     from conformance.vectors import DESCRIPTION_LENGTH  # not at import: the vectors module loads the findings
 

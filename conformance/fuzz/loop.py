@@ -81,6 +81,10 @@ class Finding:
         return f"{self.kind}:{self.error_type}" if self.error_type else self.kind
 
 
+# Findings the summary reports on their own; every other finding kind counts as an "other exception".
+_COUNTED_APART = ("hang", "slow", "memory", "code-executed")
+
+
 @dataclass
 class RunResult:
     target: str
@@ -103,7 +107,7 @@ class RunResult:
 
     def summary(self) -> str:
         c = self.counts
-        other = sum(c.get(k, 0) for k in ("other-exception", "not-a-message", "not-re-encodable", "crash"))
+        other = sum(c.get(k, 0) for k in FINDING_KINDS if k not in _COUNTED_APART)
         lines = [
             f"fuzz {self.target}: {self.tried} frames in {self.seconds:.1f} s "
             f"({self.tried / max(self.seconds, 1e-9):,.0f}/s, {self.config['workers']} workers, seed {self.config['seed']}, "

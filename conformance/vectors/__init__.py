@@ -135,10 +135,15 @@ CASES: List[Case] = []
 DESCRIPTION_LENGTH = (10, 140)  # a description is one line a reader takes in at a glance
 
 
-def _case(name: str, description: str, *, wire: str = "v1", reason: Optional[str] = None):
+def _check_description(where: str, description: object) -> None:
+    """Raise ValueError unless ``description`` is one ASCII line of ``DESCRIPTION_LENGTH`` characters."""
     low, high = DESCRIPTION_LENGTH
-    if not (low <= len(description) <= high and description.isascii() and "\n" not in description):
-        raise ValueError(f"vector {name}: description must be one ASCII line of {low} to {high} characters: {description!r}")
+    if not (isinstance(description, str) and low <= len(description) <= high and description.isascii() and "\n" not in description):
+        raise ValueError(f"{where}: description must be one ASCII line of {low} to {high} characters: {description!r:.200}")
+
+
+def _case(name: str, description: str, *, wire: str = "v1", reason: Optional[str] = None):
+    _check_description(f"vector {name}", description)
 
     def register(build: Callable[[], Any]) -> Callable[[], Any]:
         CASES.append(Case(name, wire, description, build, reason))
@@ -1433,9 +1438,7 @@ def _parse(rel: str, text: str) -> GoldenVector:
     if data["wire"] != version:
         raise ValueError(f"{rel}: wire {data['wire']!r} differs from its directory {version!r}")
     description = data["description"]
-    low, high = DESCRIPTION_LENGTH
-    if not isinstance(description, str) or not low <= len(description) <= high or "\n" in description:
-        raise ValueError(f"{rel}: description must be one line of {low} to {high} characters")
+    _check_description(rel, description)
     frames = data["frames"]
     if not isinstance(frames, list) or not all(isinstance(f, str) and f == f.lower() for f in frames):
         raise ValueError(f"{rel}: frames must be a list of lowercase hex strings")
