@@ -9,7 +9,7 @@ from conformance.equivalence import compare
 from reference_codec import DecodeError, ReferenceCodec
 from reference_codec import schema as s
 from reference_codec.dtypes import TORCH_DTYPES
-from reference_codec.tests.samples import batch_token_id_output, minimal
+from reference_codec.samples import batch_token_id_output, minimal
 
 CODECS = pytest.mark.parametrize(
     "codec", [ReferenceCodec(), ReferenceCodec(out_of_band_threshold=256)], ids=["wire-v1", "wire-v2"]

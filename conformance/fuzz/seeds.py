@@ -59,7 +59,7 @@ def build_seeds(codec: Any, *, per_type: int = 2, seed: int = 0) -> Tuple[List[S
             warnings.simplefilter("ignore")
             collector(tag)()
 
-    from reference_codec.tests.samples import batch_token_id_output
+    from reference_codec.samples import batch_token_id_output
 
     for batch in (1, 8):
         add(batch_token_id_output(batch, seed=seed), f"BatchTokenIDOutput-{batch}")

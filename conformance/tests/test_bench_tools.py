@@ -404,7 +404,7 @@ def test_the_candidate_column_measures_the_codec_named_in_the_environment(monkey
     codecs.get_codec.cache_clear()
     try:
         assert codecs.unavailable("candidate") is None
-        from reference_codec.tests.samples import flush_cache
+        from reference_codec.samples import flush_cache
 
         candidate = codecs.get_codec("candidate")
         msg = flush_cache()

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference_codec import schema as s
-from reference_codec.tests.samples import minimal
+from reference_codec.samples import minimal
 
 from conformance.properties import has_non_native_ndarray, without_dtypes
 

@@ -29,7 +29,7 @@ from conformance.neutral import SAFE_INT_MAX, dumps_canonical, from_neutral, sch
 from conformance.properties import MESSAGE_TAGS
 from reference_codec.dtypes import ARRAY_TYPECODES, TORCH_DTYPES
 from reference_codec.schema import MESSAGE_TYPES, Int128, Modality, ProfileReqType
-from reference_codec.tests import samples
+from reference_codec import samples
 
 
 def _f64(bits: str) -> float:

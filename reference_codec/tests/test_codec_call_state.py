@@ -12,7 +12,7 @@ import torch
 from reference_codec import DecodeError, EncodeError, ReferenceCodec
 from reference_codec import schema as s
 
-from .samples import batch_token_id_output, minimal
+from reference_codec.samples import batch_token_id_output, minimal
 
 
 def _message(i: int) -> s.BatchEmbeddingOutput:

@@ -15,7 +15,7 @@ from reference_codec import ReferenceCodec
 from reference_codec import schema as s
 from reference_codec.dtypes import TORCH_DTYPES
 
-from .samples import batch_token_id_output, body_with_feature, minimal, tensor_ext
+from reference_codec.samples import batch_token_id_output, body_with_feature, minimal, tensor_ext
 
 V1 = ReferenceCodec()
 V2 = ReferenceCodec(out_of_band_threshold=0)

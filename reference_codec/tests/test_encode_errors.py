@@ -11,7 +11,7 @@ import torch
 from reference_codec import EncodeError, ReferenceCodec
 from reference_codec import schema as s
 
-from .samples import batch_token_id_output, minimal
+from reference_codec.samples import batch_token_id_output, minimal
 
 V1 = ReferenceCodec()
 

@@ -13,7 +13,7 @@ import torch
 from reference_codec import DecodeError, DecodeLimits, ReferenceCodec
 from reference_codec import schema as s
 
-from .samples import batch_token_id_output, body_with_feature, minimal, tensor_ext
+from reference_codec.samples import batch_token_id_output, body_with_feature, minimal, tensor_ext
 
 V1 = ReferenceCodec()
 FEATURE = "$.mm_inputs.mm_items[0].feature"

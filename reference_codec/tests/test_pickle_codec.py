@@ -9,7 +9,7 @@ import torch
 from reference_codec import DecodeError, PickleCodec
 from reference_codec import schema as s
 
-from .samples import batch_token_id_output, minimal
+from reference_codec.samples import batch_token_id_output, minimal
 
 
 def test_highest_protocol_single_frame_restores_the_message():

@@ -12,7 +12,7 @@ import zmq.asyncio
 
 from reference_codec import PickleCodec, ReferenceCodec, transport
 
-from .samples import batch_token_id_output
+from reference_codec.samples import batch_token_id_output
 
 CODECS = [ReferenceCodec(), ReferenceCodec(out_of_band_threshold=1024), PickleCodec(), PickleCodec(out_of_band=True)]
 

@@ -21,7 +21,7 @@ import zmq
 from reference_codec import ReferenceCodec, transport
 from reference_codec import schema as s
 
-from .samples import batch_token_id_output, minimal
+from reference_codec.samples import batch_token_id_output, minimal
 
 V2 = ReferenceCodec(out_of_band_threshold=1024)
 

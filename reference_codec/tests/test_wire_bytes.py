@@ -10,7 +10,7 @@ import torch
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s
 
-from .samples import minimal
+from reference_codec.samples import minimal
 
 V1 = ReferenceCodec()
 

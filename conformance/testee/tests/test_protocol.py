@@ -24,7 +24,7 @@ from conformance.testee.protocol import (
 )
 from conformance.testee.reference_testee import ReferenceTestee
 from reference_codec import ReferenceCodec
-from reference_codec.tests import samples
+from reference_codec import samples
 
 PROTOCOL_MD = Path(__file__).resolve().parents[2] / "PROTOCOL.md"
 

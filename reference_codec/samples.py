@@ -1,4 +1,6 @@
-"""Hand-built messages for the codec's unit tests (the strategies generate the rest)."""
+"""Hand-built messages: the simplest valid instance of any struct, and a few realistic ones (the strategies generate the rest).
+
+Shipped with the codec (the suite, the fuzz seeds and the GPU tests use them), not part of its tests."""
 
 from __future__ import annotations
 
