@@ -15,6 +15,7 @@ Usage::
     assert_equivalent(pickle_decoded, codec_decoded, context="reference")
     difference = compare(expected, actual)   # None, or the first Difference
     print(difference)                        # one line, see below
+    every = differences(expected, actual)    # every Difference, in walk order (bounded)
 
 The rules
 =========
@@ -87,6 +88,13 @@ codec's), ``expected`` the reference's. At every position:
     type without a value ``__eq__`` therefore only equals itself. Subclasses
     of ``numpy.ndarray`` and of ``torch.Tensor`` (other than ``Parameter``)
     have no rule and raise ``TypeError``: the state they add is unknown here.
+
+``differences(expected, actual, limit=N)`` walks the same way but does not
+stop at the first failing check: it records it, does not descend into that
+pair, and carries on with the rest, so two bugs in one message (a tuple
+turned into a list *and* a dropped ``requires_grad``) are both reported. A
+tensor whose dtype, shape, device, ``requires_grad`` or layout differ reports
+each of those aspects. The first element is always what :func:`compare` returns.
 
 Not part of a value, so never compared: object identity and sharing (pickle
 keeps two references to one list as one list; a codec may send two copies),
@@ -163,6 +171,7 @@ import torch
 
 __all__ = [
     "compare",
+    "differences",
     "assert_equivalent",
     "Difference",
     "Normalisation",
@@ -191,6 +200,10 @@ class Difference:
     reason
         What differs, short: ``"type differs: list instead of tuple"``,
         ``"float bits differ"``, ``"tensor device differs"``.
+    path_shape
+        ``path`` with every index and key replaced by ``[*]``
+        (``$.output_token_logprobs_val[*][*]``): the same bug met in another
+        row or under another key has the same shape.
 
     ``str(difference)`` is one line: ``path: reason: got ACTUAL, expected EXPECTED``.
     """
@@ -199,6 +212,7 @@ class Difference:
     expected: Any
     actual: Any
     reason: str
+    path_shape: str = ""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}: {_got_expected(self.actual, self.expected)}"
@@ -322,7 +336,34 @@ def compare(
         ``normalisations`` holds something that is not a :class:`Normalisation`,
         or a value has no equivalence rule (quantized tensors; ``==`` failing).
     """
-    return _Walk(_by_aspect(normalisations)).run(expected, actual)
+    found = _Walk(_by_aspect(normalisations), limit=1).run(expected, actual)
+    return found[0] if found else None
+
+
+def differences(
+    expected: Any,
+    actual: Any,
+    *,
+    limit: int = 64,
+    normalisations: Iterable[Normalisation] = DEFAULT_NORMALISATIONS,
+) -> List[Difference]:
+    """Every :class:`Difference` between ``expected`` and ``actual``, in walk order, at most ``limit``.
+
+    The same walk and rules as :func:`compare`, which returns the first of
+    these. Below a pair that differs nothing more is compared (a list that is
+    a tuple is not also compared item by item), so each entry is a distinct
+    place. ``[]`` means equivalent.
+
+    Raises
+    ------
+    ValueError
+        ``limit`` is not a positive int.
+    TypeError
+        As :func:`compare`.
+    """
+    if type(limit) is not int or limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    return _Walk(_by_aspect(normalisations), limit=limit).run(expected, actual)
 
 
 def assert_equivalent(
@@ -498,8 +539,16 @@ def _render_path(node: Any) -> str:
     return "".join(out)
 
 
+def _render_shape(node: Any) -> str:
+    segments = []
+    while node is not None:
+        node, segment = node
+        segments.append(f".{segment}" if type(segment) is str else "[*]")
+    return "$" + "".join(reversed(segments))
+
+
 def _difference(path: Any, reason: str, expected: Any, actual: Any) -> Difference:
-    return Difference(_render_path(path), expected, actual, reason)
+    return Difference(_render_path(path), expected, actual, reason, _render_shape(path))
 
 
 # --- scalars --------------------------------------------------------------------
@@ -628,26 +677,34 @@ def _members_text(items: List[Any]) -> str:
 
 # --- the walk -------------------------------------------------------------------
 
-Handler = Callable[["_Walk", Any, Any, Any], Optional[Difference]]
+Handler = Callable[["_Walk", Any, Any, Any], Any]  # None, a Difference or a list of them
 
 
 class _Walk:
-    """One comparison: an explicit stack of ``(expected, actual, path)``; paths are ``(parent, segment)`` links."""
+    """One comparison: an explicit stack of ``(expected, actual, path)``; paths are ``(parent, segment)`` links.
 
-    __slots__ = ("norms", "stack", "bulk", "entered")
+    It records differences until it has ``limit`` of them (1: :func:`compare`).
+    A handler returns ``None``, one :class:`Difference`, or a list of them (a
+    tensor whose metadata differs in several aspects).
+    """
 
-    def __init__(self, norms: Dict[str, Tuple[Normalisation, ...]]):
+    __slots__ = ("norms", "stack", "bulk", "entered", "limit")
+
+    def __init__(self, norms: Dict[str, Tuple[Normalisation, ...]], limit: int = 1):
         self.norms = norms
+        self.limit = limit
         self.stack: List[Tuple[Any, Any, Any]] = []
         self.bulk = True  # whether _builtin_equivalent may be tried
         # (id(expected), id(actual)) of the containers already opened: a pair met
         # again (shared, or a cycle pickle rebuilt) is being or was compared.
         self.entered: set = set()
 
-    def run(self, expected: Any, actual: Any) -> Optional[Difference]:
+    def run(self, expected: Any, actual: Any) -> List[Difference]:
         stack = self.stack = [(expected, actual, None)]
         pop = stack.pop
         handlers = _HANDLERS
+        found: List[Difference] = []
+        limit = self.limit
         while stack:
             e, a, path = pop()
             if e is a:
@@ -655,22 +712,29 @@ class _Walk:
             t = type(e)
             if t is not type(a):
                 ta = type(a)
-                return _difference(path, f"type differs: {_type_name(ta, t)} instead of {_type_name(t, ta)}", e, a)
-            if t is float:
-                if _F64(e) != _F64(a):
-                    return _float_difference(path, e, a)
-                continue
-            if t in _EXACT:
-                if e != a:
-                    return _exact_difference(path, e, a)
-                continue
-            handler = handlers.get(t)
-            if handler is None:
-                handler = handlers[t] = _resolve_handler(t)
-            difference = handler(self, e, a, path)
-            if difference is not None:
-                return difference
-        return None
+                found.append(_difference(path, f"type differs: {_type_name(ta, t)} instead of {_type_name(t, ta)}", e, a))
+            elif t is float:
+                if _F64(e) == _F64(a):
+                    continue
+                found.append(_float_difference(path, e, a))
+            elif t in _EXACT:
+                if e == a:
+                    continue
+                found.append(_exact_difference(path, e, a))
+            else:
+                handler = handlers.get(t)
+                if handler is None:
+                    handler = handlers[t] = _resolve_handler(t)
+                difference = handler(self, e, a, path)
+                if difference is None:
+                    continue
+                if type(difference) is list:
+                    found.extend(difference)
+                else:
+                    found.append(difference)
+            if len(found) >= limit:
+                return found[:limit]
+        return found
 
     def enter(self, e: Any, a: Any) -> bool:
         """False when this pair of containers was opened before (so it is not walked twice)."""
@@ -975,17 +1039,20 @@ def _storage_resizable(t: torch.Tensor) -> Optional[bool]:
         return None
 
 
-def _tensor(walk: _Walk, e: torch.Tensor, a: torch.Tensor, path: Any) -> Optional[Difference]:
+def _tensor(walk: _Walk, e: torch.Tensor, a: torch.Tensor, path: Any) -> Any:
+    meta = []  # every differing aspect: a dropped device and a dropped requires_grad are two bugs
     if e.dtype != a.dtype:
-        return _difference(path, "tensor dtype differs", e.dtype, a.dtype)
+        meta.append(_difference(path, "tensor dtype differs", e.dtype, a.dtype))
     if e.shape != a.shape:
-        return _difference(path, "tensor shape differs", tuple(e.shape), tuple(a.shape))
+        meta.append(_difference(path, "tensor shape differs", tuple(e.shape), tuple(a.shape)))
     if e.device != a.device:
-        return _difference(path, "tensor device differs", e.device, a.device)
+        meta.append(_difference(path, "tensor device differs", e.device, a.device))
     if e.requires_grad != a.requires_grad:
-        return _difference(path, "tensor requires_grad differs", e.requires_grad, a.requires_grad)
+        meta.append(_difference(path, "tensor requires_grad differs", e.requires_grad, a.requires_grad))
     if e.layout != a.layout:
-        return _difference(path, "tensor layout differs", _Text(str(e.layout)), _Text(str(a.layout)))
+        meta.append(_difference(path, "tensor layout differs", _Text(str(e.layout)), _Text(str(a.layout))))
+    if meta:
+        return meta
     if e.is_quantized:
         raise TypeError(f"no equivalence rule for quantized tensors (at {_render_path(path)})")
     if e.layout is not torch.strided:

@@ -37,7 +37,8 @@ from conformance.equivalence import (
 )
 from reference_codec import PickleCodec, ReferenceCodec
 from reference_codec.schema import Int128, Modality, MultimodalDataItem
-from reference_codec.tests import samples
+from reference_codec import samples
+from reference_codec import schema as s
 
 # --- helpers and fixtures -------------------------------------------------------
 
@@ -688,7 +689,8 @@ def _walk_only(expected: Any, actual: Any) -> Optional[Difference]:
     """``compare`` with the bulk comparison of builtin subtrees switched off."""
     walk = equivalence._Walk(equivalence._by_aspect(DEFAULT_NORMALISATIONS))
     walk.bulk = False
-    return walk.run(expected, actual)
+    found = walk.run(expected, actual)
+    return found[0] if found else None
 
 
 def _same_verdict(expected: Any, actual: Any) -> None:
@@ -745,3 +747,43 @@ def test_cycles_terminate() -> None:
     other: List[Any] = [-1.0]
     other.append(other)
     check(compare(cyclic, other), "$[0]", "float bits differ")
+
+
+# --- every difference, not only the first ----------------------------------------
+
+
+def test_differences_reports_each_bug_of_one_message_and_starts_with_compare():
+    expected = {"a": (1, 2), "b": [1.0, -0.0], "t": torch.zeros(2, requires_grad=True)}
+    actual = {"a": [1, 2], "b": [1.0, 0.0], "t": torch.zeros(2)}
+    found = equivalence.differences(expected, actual)
+    assert [(d.path, d.reason) for d in found] == [
+        ("$['a']", "type differs: list instead of tuple"),
+        ("$['b'][1]", "float bits differ"),
+        ("$['t']", "tensor requires_grad differs"),
+    ]
+    first = compare(expected, actual)
+    assert (first.path, first.reason) == (found[0].path, found[0].reason)
+
+
+def test_differences_lists_every_differing_aspect_of_a_tensor():
+    found = equivalence.differences(torch.zeros(2, dtype=torch.float64, requires_grad=True), torch.zeros(3))
+    assert [d.reason for d in found] == ["tensor dtype differs", "tensor shape differs", "tensor requires_grad differs"]
+
+
+def test_differences_does_not_descend_below_a_difference_and_stops_at_its_limit():
+    expected = [(i, (i,)) for i in range(10)]
+    actual = [[i, [i]] for i in range(10)]
+    found = equivalence.differences(expected, actual)
+    assert [d.path for d in found] == [f"$[{i}]" for i in range(10)]  # the tuples inside are not reported again
+    assert len(equivalence.differences(expected, actual, limit=3)) == 3
+    assert equivalence.differences(expected, expected) == []
+    with pytest.raises(ValueError, match="limit must be a positive int"):
+        equivalence.differences(expected, actual, limit=0)
+
+
+def test_a_difference_has_its_path_shape_with_indices_and_keys_folded():
+    found = equivalence.differences({"k": [[0.0, 1.0]]}, {"k": [[0.0, 2.0]]})
+    assert (found[0].path, found[0].path_shape) == ("$['k'][0][1]", "$[*][*][*]")
+    base = samples.minimal(s.BatchStrOutput)
+    (d,) = equivalence.differences(msgspec.structs.replace(base, rids=["a"]), msgspec.structs.replace(base, rids=["b"]))
+    assert (d.path, d.path_shape) == ("$.rids[0]", "$.rids[*]")
