@@ -1,13 +1,16 @@
 """Shared machinery of the property tests: the message parameter, checks and their failure messages.
 
-Every property failure says three things: which codec, the first differing
-path (or the error), and a readable summary of the shrunk message. Hypothesis
-prints the full shrunk example above it.
+Every property failure is a :class:`~conformance.failures.PropertyFailure`
+that names the codec, what the property found, every distinct differing path
+with both values, and a bounded summary of the message. Properties draw their
+message with :func:`draw_message`, so that a failure raised from inside the
+codec (a ``TypeError`` on encode) can still be shown with the message that
+caused it (:data:`drawn`).
 """
 
 from __future__ import annotations
 
-import reprlib
+import threading
 import warnings
 from typing import Any, Iterable, List
 
@@ -17,16 +20,20 @@ import pytest
 
 from reference_codec.schema import MESSAGE_TYPES
 
-from .equivalence import compare
+from .equivalence import differences
+from .failures import NO_MESSAGE, PropertyFailure, summarise
 
 __all__ = [
     "MESSAGE_TAGS",
     "each_message_type",
     "message_strategy",
+    "draw_message",
+    "drawn",
     "summarise",
     "check_equivalent",
     "frames_bytes",
     "PropertyFailure",
+    "MAX_DIFFERENCES",
 ]
 
 MESSAGE_TAGS: List[str] = sorted(MESSAGE_TYPES)
@@ -34,9 +41,29 @@ MESSAGE_TAGS: List[str] = sorted(MESSAGE_TYPES)
 #: ``@each_message_type`` parametrizes a test by wire tag, so each message type is its own test id.
 each_message_type = pytest.mark.parametrize("tag", MESSAGE_TAGS)
 
+#: Differences collected per failing message (the failure shows the distinct ones).
+MAX_DIFFERENCES = 64
 
-class PropertyFailure(AssertionError):
-    """A property does not hold; the message names the codec and the first differing path."""
+
+class _Drawn(threading.local):
+    """The message the running property drew last (``NO_MESSAGE`` before its first draw)."""
+
+    def __init__(self) -> None:
+        self.message: Any = NO_MESSAGE
+
+    def reset(self) -> None:
+        self.message = NO_MESSAGE
+
+
+#: What the current property call drew; reset before every call by :mod:`conformance.shrinking`.
+drawn = _Drawn()
+
+
+def draw_message(data: Any, tag: str, codec: Any = None, label: str = "message") -> Any:
+    """Draw a message of type ``tag`` from ``data`` (``st.data()``) and remember it in :data:`drawn`."""
+    msg = data.draw(message_strategy(tag, codec), label=label)
+    drawn.message = msg
+    return msg
 
 
 def message_strategy(tag: str, codec: Any = None) -> st.SearchStrategy:
@@ -106,44 +133,11 @@ def _non_native(dtype) -> bool:
     return not dtype.isnative
 
 
-_short = reprlib.Repr()
-_short.maxstring = 60
-_short.maxother = 80
-_short.maxlist = 4
-_short.maxdict = 4
-_short.maxlevel = 3
-
-
-def summarise(msg: Any) -> str:
-    """A one-screen description of a message: its tag and its non-default fields, shortened."""
-    fields = getattr(msg, "__struct_fields__", None)
-    if fields is None:
-        return _short.repr(msg)
-    defaults = getattr(msg, "__struct_defaults__", ())
-    required = len(fields) - len(defaults)
-    parts = []
-    for i, name in enumerate(fields):
-        value = getattr(msg, name)
-        if i >= required:
-            default = defaults[i - required]
-            if value is default or (type(value) is type(default) and _safe_eq(value, default)):
-                continue
-        parts.append(f"{name}={_short.repr(value)}")
-    return f"{type(msg).__name__}({', '.join(parts)})"
-
-
-def _safe_eq(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
 def check_equivalent(expected: Any, actual: Any, *, codec: str, what: str, msg: Any) -> None:
-    """Raise :class:`PropertyFailure` unless ``actual`` is equivalent to ``expected``."""
-    diff = compare(expected, actual)
-    if diff is not None:
-        raise PropertyFailure(f"[{codec}] {what}: {diff}\n  shrunk message: {summarise(msg)}")
+    """Raise :class:`PropertyFailure` with every difference unless ``actual`` is equivalent to ``expected``."""
+    found = differences(expected, actual, limit=MAX_DIFFERENCES)
+    if found:
+        raise PropertyFailure(codec=codec, what=what, differences=found, message=msg)
 
 
 def frames_bytes(frames: Iterable[Any]) -> List[bytes]:

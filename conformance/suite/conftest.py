@@ -1,14 +1,34 @@
-"""Fixtures of the conformance suite: the implementation under test and the baselines."""
+"""Fixtures of the conformance suite: the implementation under test and the baselines; the suite's budget.
+
+The suite runs every property once per message type (about 1,000 tests), so
+each Hypothesis profile gets a suite variant (``ci-suite``, ``dev-suite``,
+``nightly-suite``):
+
+* ``ci``: :data:`SUITE_CI_EXAMPLES` derandomized examples per (property,
+  message type), where the strategies' own tests use 30: at 30 the suite
+  alone would take CI past its time bound.
+* every profile: a test stops generating at its first failing example
+  (``report_multiple_bugs=False``) and has no ``explain`` phase; shrinking is
+  budgeted by :mod:`conformance.shrinking`. Together these bound the time to
+  a complete verdict on an implementation that fails many tests.
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from conformance import shrinking
 from conformance.plugin import CodecSelectionError, codec_from_environment
+from reference_codec import PickleCodec, ReferenceCodec
+
+pytest_plugins = ("conformance.shrinking", "conformance.report", "conformance.failure_list")
 
 #: Examples per (property, message type) under the ``ci`` profile.
 SUITE_CI_EXAMPLES = 8
-from reference_codec import PickleCodec, ReferenceCodec
+
+
+def suite_profile_name(base: str) -> str:
+    return f"{base}-suite"
 
 
 def pytest_configure(config):
@@ -16,14 +36,18 @@ def pytest_configure(config):
     # allocation of it, which says nothing about the codec under test.
     config.addinivalue_line("filterwarnings", "ignore:ComplexHalf support is experimental:UserWarning")
     import strategies  # loads the Hypothesis profile the environment selects
-    from hypothesis import settings
+    from hypothesis import Phase, settings
 
-    if strategies.profiles.current_profile() == "ci":
-        # The suite runs every property once per message type (100 types x ~8
-        # properties); the strategies' own ci budget per test would take CI past
-        # its time bound, so the suite draws fewer examples per (property, type).
-        settings.register_profile("ci-suite", settings.get_profile("ci"), max_examples=SUITE_CI_EXAMPLES)
-        settings.load_profile("ci-suite")
+    base = strategies.profiles.current_profile() or "dev"
+    if base.endswith("-suite"):  # loaded already (a second configure in one process)
+        base = base[: -len("-suite")]
+    else:
+        changes = dict(report_multiple_bugs=False, phases=tuple(p for p in settings.get_profile(base).phases if p is not Phase.explain))
+        if base == "ci":
+            changes["max_examples"] = SUITE_CI_EXAMPLES
+        settings.register_profile(suite_profile_name(base), settings.get_profile(base), **changes)
+        settings.load_profile(suite_profile_name(base))
+    shrinking.install(config, base)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,8 @@ from conformance.fuzz.bytes_mutations import mutate_bytes
 from conformance.fuzz.choices import HypothesisChoices
 from conformance.fuzz.harness import Harness
 from conformance.fuzz.pickle_probe import PickleProbe
-from conformance.properties import MESSAGE_TAGS, PropertyFailure, each_message_type, frames_bytes, message_strategy, summarise
+from conformance.failures import NO_MESSAGE, summarise
+from conformance.properties import MESSAGE_TAGS, PropertyFailure, draw_message, each_message_type, frames_bytes
 
 #: Generous: CI machines are shared; a decoder that needs this long for one small frame is broken anyway.
 TIME_BOUND_S = 10.0
@@ -48,21 +49,31 @@ def harness(codec, probe):
     return Harness(codec, probe, time_bound=TIME_BOUND_S, memory_bound=MEMORY_BOUND)
 
 
+def _frames_text(frames) -> str:
+    return str([bytes(f)[:96].hex() + ("..." if len(f) > 96 else "") for f in frames])
+
+
 def _check(harness, frames, msg, how: str) -> None:
     outcome = harness.run(frames)
     if outcome.is_finding:
-        shown = [bytes(f)[:96].hex() + ("..." if len(f) > 96 else "") for f in frames]
+        found = outcome.kind + (f" {outcome.error_type}" if outcome.error_type else "") + (f": {outcome.error}" if outcome.error else "")
         raise PropertyFailure(
-            f"[{harness.codec.name}] {how}: {outcome.describe()}\n"
-            f"  declared decode error: {harness.codec.caps.decode_error}\n"
-            f"  frames (hex): {shown}\n  original message: {summarise(msg)}"
+            codec=harness.codec.name,
+            what=f"{how}: {found}",
+            message=msg if msg is not None else NO_MESSAGE,
+            details=[
+                f"took {outcome.seconds * 1e3:.1f} ms, peak memory +{outcome.peak_bytes / 2**20:.1f} MiB",
+                f"frames (hex): {_frames_text(frames)}",
+                "(the message is the valid one the frames were made from)",
+            ],
+            signature=f"{how}: {outcome.signature}",
         )
 
 
 @each_message_type
 @given(data=st.data())
 def test_damaged_frames_give_a_message_or_the_declared_decode_error(codec, harness, tag, data):
-    msg = data.draw(message_strategy(tag, codec), label="message")
+    msg = draw_message(data, tag, codec)
     frames = frames_bytes(codec.encode(msg))
     damaged = mutate_bytes(frames, HypothesisChoices(data))
     _check(harness, damaged, msg, "byte damage")
@@ -73,7 +84,7 @@ def test_damaged_frames_give_a_message_or_the_declared_decode_error(codec, harne
 @given(data=st.data())
 def test_hostile_frames_keep_the_decoder_contract(codec, harness, probe, name, data):
     tag = data.draw(st.sampled_from(MESSAGE_TAGS), label="message type")
-    msg = data.draw(message_strategy(tag, codec), label="message")
+    msg = draw_message(data, tag, codec)
     seed = Seed.of(codec.encode(msg), tag)
     damaged = attack(seed, HypothesisChoices(data), probe, name)
     _check(harness, damaged, msg, f"attack {name}")
@@ -83,7 +94,7 @@ def test_hostile_frames_keep_the_decoder_contract(codec, harness, probe, name, d
 @given(data=st.data())
 def test_pickle_payloads_never_run_wherever_they_are_placed(codec, harness, probe, data):
     tag = data.draw(st.sampled_from(MESSAGE_TAGS), label="message type")
-    msg = data.draw(message_strategy(tag, codec), label="message")
+    msg = draw_message(data, tag, codec)
     seed = Seed.of(codec.encode(msg), tag)
     pickles = [v for v in hostile_values(probe) if any(p in v for p in probe.payloads())]
     payload = data.draw(st.sampled_from(pickles), label="pickle payload (encoded)")
@@ -93,8 +104,60 @@ def test_pickle_payloads_never_run_wherever_they_are_placed(codec, harness, prob
     frames = [payload] if span is None else [body[: span.start] + payload + body[span.end :]] + seed.frames[1:]
     outcome = harness.run(frames)
     if outcome.kind == "code-executed":
-        raise PropertyFailure(f"[{codec.name}] a pickle payload ran while decoding (a file was created)\n  frames: {[f[:96].hex() for f in frames]}")
+        raise PropertyFailure(
+            codec=codec.name,
+            what="a pickle payload ran while decoding (the probe's file was created)",
+            message=msg,
+            details=[f"frames (hex): {_frames_text(frames)}"],
+        )
     _check(harness, frames, msg, "pickle payload")
+
+
+#: How a frame list can have the wrong length for the message in it.
+FRAME_COUNT_FAULTS = ("no frames", "an extra empty frame", "an extra frame of junk", "an extra copy of the body")
+
+
+@pytest.mark.parametrize("fault", FRAME_COUNT_FAULTS)
+@given(data=st.data())
+def test_a_frame_list_of_the_wrong_length_is_rejected(codec, fault, data):
+    """Every frame of a message is used, and a message has at least one: anything else is a framing bug.
+
+    A receiver handed a frame list one short or one long (a multipart
+    message split or merged wrongly, a stray frame from another sender) must
+    say so with its decode error, not decode it: an ignored extra frame is
+    data silently lost. One-frame codecs are held to this too.
+    """
+    tag = data.draw(st.sampled_from(MESSAGE_TAGS), label="message type")
+    msg = draw_message(data, tag, codec)
+    frames = frames_bytes(codec.encode(msg))
+    damaged = {
+        "no frames": [],
+        "an extra empty frame": frames + [b""],
+        "an extra frame of junk": frames + [data.draw(st.binary(min_size=1, max_size=32), label="junk frame")],
+        "an extra copy of the body": frames + [frames[0]],
+    }[fault]
+    _must_reject(codec, damaged, fault, msg)
+
+
+def _must_reject(codec, frames, fault: str, msg) -> None:
+    """The frame-count property's check: ``frames`` raise the declared decode error."""
+    try:
+        decoded = codec.decode(frames)
+    except codec.caps.decode_error:
+        return
+    except Exception as exc:
+        raise PropertyFailure(
+            codec=codec.name,
+            what=f"{fault}: raised {type(exc).__qualname__}, not the declared decode error",
+            message=msg,
+            details=[f"{type(exc).__qualname__}: {str(exc)[:200]}", f"frames (hex): {_frames_text(frames)}"],
+        ) from None
+    raise PropertyFailure(
+        codec=codec.name,
+        what=f"{fault}: decoded instead of rejected",
+        message=msg,
+        details=[f"decoded to {summarise(decoded)}", f"frames (hex): {_frames_text(frames)}"],
+    )
 
 
 @given(junk=st.lists(st.binary(max_size=64), min_size=0, max_size=3))

@@ -16,9 +16,9 @@ from typing import Any, Tuple, Type, Union
 
 import pytest
 
-from conformance.equivalence import compare
+from conformance.equivalence import differences
 from conformance.neutral import from_neutral
-from conformance.properties import PropertyFailure, summarise
+from conformance.properties import MAX_DIFFERENCES, PropertyFailure, summarise
 from conformance.vectors import GoldenVector, load_vectors
 
 VECTORS = load_vectors()
@@ -30,14 +30,19 @@ def _error_names(errors: Union[Type[BaseException], Tuple[Type[BaseException], .
     return errors.__qualname__
 
 
-def _fail(codec, vector: GoldenVector, what: str) -> PropertyFailure:
-    return PropertyFailure(f"[{codec.name}] {vector.file}: {what}\n  vector: {vector.description}")
+def _fail(codec, vector: GoldenVector, what: str, found=()) -> PropertyFailure:
+    return PropertyFailure(codec=codec.name, what=f"{vector.file}: {what}", differences=found, details=[f"vector: {vector.description}"])
 
 
 def _check_value(codec, vector: GoldenVector, decoded: Any) -> None:
-    diff = compare(from_neutral(vector.expected), decoded)
-    if diff is not None:
-        raise _fail(codec, vector, f"decodes differently from the vector's expected value: {diff}")
+    found = differences(from_neutral(vector.expected), decoded, limit=MAX_DIFFERENCES)
+    if found:
+        raise _fail(codec, vector, "decodes differently from the vector's expected value", found)
+
+
+def _rejection_required(codec, vector: GoldenVector, decoded: Any) -> None:
+    """An ``n_`` vector decoded: that is this property's failure."""
+    raise _fail(codec, vector, f"must be rejected with {_error_names(codec.caps.decode_error)}, but decoded to {summarise(decoded)}")
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[v.filename for v in VECTORS])
@@ -61,10 +66,7 @@ def test_golden_vector(codec, vector: GoldenVector):
             f"raised {type(exc).__qualname__}: {exc}, which is not the declared decode error ({_error_names(decode_error)})",
         ) from None  # a RecursionError traceback is thousands of frames; the message says enough
     if vector.kind == "n":
-        raise _fail(
-            codec,
-            vector,
-            f"must be rejected with {_error_names(decode_error)}, but decoded to {summarise(decoded)}",
-        )
+        _rejection_required(codec, vector, decoded)
+        return
     if vector.expected is not None:
         _check_value(codec, vector, decoded)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from conformance.properties import check_equivalent, each_message_type, has_non_native_ndarray, message_strategy
+from conformance.properties import check_equivalent, draw_message, each_message_type, has_non_native_ndarray
 
 
 @each_message_type
 @given(data=st.data())
 def test_decodes_to_what_pickle_decodes(codec, pickle_baseline, tag, data):
-    msg = data.draw(message_strategy(tag, codec), label="message")
+    msg = draw_message(data, tag, codec)
     if pickle_baseline.native_byte_order_only and has_non_native_ndarray(msg):
         event("pickle baseline loses ndarray byte order in this message")
         expected = msg

@@ -14,7 +14,7 @@ import zmq
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.properties import PropertyFailure, check_equivalent, message_strategy, MESSAGE_TAGS
+from conformance.properties import MESSAGE_TAGS, PropertyFailure, check_equivalent, message_strategy
 from reference_codec import transport
 
 SENDERS = 3
@@ -26,6 +26,19 @@ def endpoint(request, tmp_path_factory):
         return f"ipc://{tmp_path_factory.mktemp('zmq')}/suite.sock"
     return "tcp://127.0.0.1:*"
 
+
+
+def _decode_received(codec, frames, key, msg):
+    """Decode what the socket delivered (``zmq.Frame`` objects, zero-copy); refusing it is this property's failure."""
+    try:
+        return codec.decode(frames)
+    except Exception as exc:
+        raise PropertyFailure(
+            codec=codec.name,
+            what=f"message {key[1]} of sender {key[0]} cannot be decoded as received ({type(frames[0]).__name__} frames)",
+            message=msg,
+            details=[f"{type(exc).__qualname__}: {str(exc)[:200]}"],
+        ) from None
 
 
 @given(data=st.data())
@@ -65,11 +78,11 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
             try:
                 frames = pull.recv_multipart(copy=False)
             except zmq.Again:
-                raise PropertyFailure(f"[{codec.name}] a message was lost: {len(received)} of {sum(map(len, streams))} arrived") from None
+                raise PropertyFailure(codec=codec.name, what=f"a message was lost: {len(received)} of {sum(map(len, streams))} arrived") from None
             key = (int(bytes(frames[0])), int(bytes(frames[1])))
             if key in received:
-                raise PropertyFailure(f"[{codec.name}] message {key} arrived twice")
-            received[key] = codec.decode(frames[2:])
+                raise PropertyFailure(codec=codec.name, what=f"message {key} arrived twice")
+            received[key] = _decode_received(codec, frames[2:], key, streams[key[0]][key[1]])
     finally:
         for t in threads:
             t.join()
@@ -91,7 +104,7 @@ def test_transport_helpers_carry_the_codec_frames(codec, tmp_path):
     b.connect(f"ipc://{tmp_path}/pair.sock")
     b.rcvtimeo = 20_000
     try:
-        from reference_codec.tests.samples import batch_token_id_output
+        from reference_codec.samples import batch_token_id_output
 
         msg = batch_token_id_output(8)
         transport.send(a, msg, codec, zero_copy_threshold=1024)

@@ -222,10 +222,11 @@ def test_suite_skips_without_wire_compatibility_and_v2_without_out_of_band():
         suite.test_golden_vector(load_codec("reference"), _vector("y_v2_out_of_band_tensor"))
 
 
-def test_suite_names_the_codec_vector_and_first_differing_path():
-    codec = _wrapped(lambda frames: s.FlushCacheReqInput(rid="other", timeout_s=1.5))
-    with pytest.raises(PropertyFailure, match=r"\[wrapped\] v1/y_flush_cache_req_input\.json: decodes differently .* \$\.rid"):
+def test_suite_names_the_codec_vector_and_every_differing_path():
+    codec = _wrapped(lambda frames: s.FlushCacheReqInput(rid="other", timeout_s=2.5))
+    with pytest.raises(PropertyFailure, match=r"\[wrapped\] v1/y_flush_cache_req_input\.json: decodes differently .* \$\.rid") as caught:
         suite.test_golden_vector(codec, _vector("y_flush_cache_req_input"))
+    assert "differences: 2 distinct" in str(caught.value) and "$.timeout_s: float bits differ" in str(caught.value)
 
 
 def test_suite_fails_an_n_vector_that_decodes():
@@ -254,5 +255,5 @@ def test_suite_fails_a_refused_y_vector_but_not_a_refused_i_vector():
 
 def test_suite_checks_an_accepted_i_vector_against_its_expected_value():
     codec = _wrapped(lambda frames: s.FlushCacheReqInput(rid="a", timeout_s=1))  # int kept, not 1.0
-    with pytest.raises(PropertyFailure, match=r"i_int_for_float_field\.json: .*\$\.timeout_s: type differs"):
+    with pytest.raises(PropertyFailure, match=r"i_int_for_float_field\.json: .* type differs: int instead of float at \$\.timeout_s\n(?s:.*)\$\.timeout_s: type differs: int instead of float: got 1, expected 1\.0"):
         suite.test_golden_vector(codec, _vector("i_int_for_float_field"))
