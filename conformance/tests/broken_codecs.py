@@ -127,6 +127,128 @@ class EnumAsValue(_Broken):
         return _walk(msg, lambda v: v.value if isinstance(v, enum.Enum) else v)
 
 
+class ThreeBugs(_Broken):
+    """Three independent bug classes at once: tuples as lists, numpy scalars as Python numbers, ``-0.0`` lost."""
+
+    def damage(self, msg):
+        msg = _walk(msg, lambda v: v, tuples=list)
+        msg = _walk(msg, lambda v: v.item() if isinstance(v, np.generic) else v)
+        return _walk(msg, lambda v: 0.0 if type(v) is float and v == 0.0 else v)
+
+
+class NegatedFloatsOnTheWire(_Broken):
+    """Writes every float negated and negates it back on decode: its own round trip is exact, its bytes are not the wire's.
+
+    Only a peer (the reference reading its bytes, or it reading the
+    reference's) can tell: the producer x consumer property.
+    """
+
+    def encode(self, msg):
+        return self._inner.encode(_walk(msg, _negate))
+
+    def damage(self, msg):
+        return _walk(msg, _negate)
+
+
+def _negate(v):
+    return -v if type(v) is float else v
+
+
+class NondeterministicEncoding(_Broken):
+    """Every other ``encode`` appends a ``nil`` past the last field: values survive, the bytes of a second hop differ.
+
+    A decoder ignores extra trailing fields, so every round trip is exact;
+    only comparing the bytes of two encodings (the re-encode property) shows it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._calls = 0
+
+    def encode(self, msg):
+        frames = self._inner.encode(msg)
+        self._calls += 1
+        if self._calls % 2:
+            return frames
+        body = msgspec.msgpack.decode(bytes(frames[0]), ext_hook=msgspec.msgpack.Ext)
+        return [msgspec.msgpack.encode(body + [None]), *frames[1:]]
+
+    def damage(self, msg):
+        return msg
+
+
+class StrictFieldCount(_Broken):
+    """Refuses a body whose field count is not its schema's: an older or newer sender's message is rejected."""
+
+    def decode(self, frames):
+        if frames:
+            body = msgspec.msgpack.decode(bytes(frames[0]), ext_hook=msgspec.msgpack.Ext)
+            if isinstance(body, list) and body and isinstance(body[0], str):
+                from reference_codec.schema import MESSAGE_TYPES
+
+                cls = MESSAGE_TYPES.get(body[0])
+                if cls is not None and len(body) - 1 != len(cls.__struct_fields__):
+                    raise self.decode_error(f"{body[0]} has {len(body) - 1} fields, expected {len(cls.__struct_fields__)}")
+        return self._inner.decode(frames)
+
+    def damage(self, msg):
+        return msg
+
+
+class FieldInsertedInTheMiddle(_Broken):
+    """Exposes a schema (``message_types``) in which ``FlushCacheReqInput`` gained a field before its last one.
+
+    The schema-diff property must call that breaking: an older peer would read
+    the new field's value as ``timeout_s``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        from typing import Optional
+
+        from reference_codec.schema import MESSAGE_TYPES
+
+        newer = msgspec.defstruct(
+            "FlushCacheReqInput",
+            [("rid", Optional[str], None), ("http_worker_ipc", Optional[str], None), ("inserted", int, 0), ("timeout_s", Optional[float], None)],
+            tag=True,
+            array_like=True,
+        )
+        self.message_types = {**MESSAGE_TYPES, "FlushCacheReqInput": newer}
+
+    def damage(self, msg):
+        return msg
+
+
+class AcceptsExtraFrames(_Broken):
+    """Decodes a message from its first frame and ignores the others: a stray or duplicated frame is silently lost."""
+
+    def decode(self, frames):
+        frames = list(frames)
+        if len(frames) > 1:
+            try:
+                return self._inner.decode(frames[:1])
+            except self.decode_error:
+                pass  # a wire v2 body that needs its buffers
+        return self._inner.decode(frames)
+
+    def damage(self, msg):
+        return msg
+
+
+class DecodesOnlyBytes(_Broken):
+    """Refuses any frame that is not ``bytes``: what a receiver gets from ``recv_multipart(copy=False)`` (``zmq.Frame``) is rejected."""
+
+    def decode(self, frames):
+        for f in frames:
+            if type(f) is not bytes:
+                raise self.decode_error(f"frame is a {type(f).__name__}, not bytes")
+        return self._inner.decode(frames)
+
+    def damage(self, msg):
+        return msg
+
+
 class UnpicklesOpaqueFields(ReferenceCodec):
     """Runs ``pickle.loads`` on ``PickleWrapper`` payloads straight off the wire."""
 
@@ -228,4 +350,28 @@ class UnpicklesBinValues(ReferenceCodec):
             unpickle_all(msgspec.msgpack.decode(bytes(frames[0]), ext_hook=lambda c, d: None))
         except Exception:
             pass
+        return super().decode(frames)
+
+
+# --- codecs for the runner's own tests (conformance/tests/test_verdict.py) ---------------
+
+
+class TerminatedMidRun(ReferenceCodec):
+    """The reference, until its ``$IPC_TERMINATE_AFTER``-th decode: then the run gets SIGTERM, as from a CI timeout."""
+
+    name = "broken:TerminatedMidRun"
+    wire_compatible = True
+    out_of_band = True
+
+    def __init__(self):
+        super().__init__(out_of_band_threshold=256)
+        self._decodes = 0
+
+    def decode(self, frames):
+        import os
+        import signal
+
+        self._decodes += 1
+        if self._decodes == int(os.environ.get("IPC_TERMINATE_AFTER", "0")):
+            os.kill(os.getpid(), signal.SIGTERM)
         return super().decode(frames)
