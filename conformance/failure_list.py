@@ -157,11 +157,19 @@ class FailureListPlugin:
         ]
         for test_id in sorted(self.current_failures):
             old = self.entries.get(test_id)
-            prefix = self.current_failures[test_id][:100].replace("#", "")
+            prefix = _printable_prefix(self.current_failures[test_id][:100].replace("#", ""))
             reason = old.reason if old and old.reason else "TODO: say why this is expected"
             lines.append(f"{test_id}  | {prefix}  # {reason}")
         with open(self.path, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
+
+
+def _printable_prefix(text: str) -> str:
+    """``text`` up to its first unprintable character: a list line must survive editors and line splitting."""
+    for i, ch in enumerate(text):
+        if not ch.isprintable():
+            return text[:i]
+    return text
 
 
 def pytest_addoption(parser):

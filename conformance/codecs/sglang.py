@@ -26,6 +26,13 @@ __all__ = ["SGLangCodec", "sglang_available", "SGLANG_VERSION"]
 
 SGLANG_VERSION = "0.5.23"
 
+#: SGLang 0.5.23 ships with pickle IPC on (``SGLANG_USE_PICKLE_IPC`` defaults
+#: to true); its msgpack path, the one under test, needs it off: only then does
+#: ``wrap_as_pickle`` wrap ``time_stats`` and ``customized_info``, as its msgpack
+#: receivers expect. With it on, every message carrying either field fails in
+#: SGLang's own decoder, hiding what its msgpack codec really does.
+PICKLE_IPC_ENV = "SGLANG_USE_PICKLE_IPC"
+
 # Modules whose namespaces hold the SGLang classes that reference classes mirror.
 _SGLANG_MODULES = (
     "sglang.srt.managers.io_struct",
@@ -42,9 +49,19 @@ _SGLANG_MODULES = (
 _OPAQUE = ("time_stats", "customized_info")
 
 
+def _import_io_struct():
+    """``sglang.srt.managers.io_struct``, imported with msgpack IPC on unless the environment says otherwise."""
+    import os
+    import sys
+
+    if "sglang.srt.managers.io_struct" not in sys.modules:
+        os.environ.setdefault(PICKLE_IPC_ENV, "0")
+    return importlib.import_module("sglang.srt.managers.io_struct")
+
+
 def sglang_available() -> bool:
     try:
-        importlib.import_module("sglang.srt.managers.io_struct")
+        _import_io_struct()
     except Exception:
         return False
     return True
@@ -65,13 +82,20 @@ class SGLangCodec:
     out_of_band = False
 
     def __init__(self) -> None:
+        import os
+
         try:
-            self._io = importlib.import_module("sglang.srt.managers.io_struct")
+            self._io = _import_io_struct()
         except Exception as exc:
             raise RuntimeError(
                 "SGLang is not importable here; install it with `tox -e sglang` "
                 f"(sglang=={SGLANG_VERSION} without its GPU-only dependencies): {exc}"
             ) from exc
+        if getattr(self._io, "_USE_PICKLE_IPC", False):
+            raise RuntimeError(
+                f"SGLang's msgpack IPC is off in this process ({PICKLE_IPC_ENV}={os.environ.get(PICKLE_IPC_ENV)!r}, or SGLang was "
+                f"imported before the adapter set it): run with {PICKLE_IPC_ENV}=0 to test its msgpack codec"
+            )
         version = getattr(importlib.import_module("sglang"), "__version__", None)
         if version not in (None, SGLANG_VERSION):
             raise RuntimeError(f"the adapter targets SGLang {SGLANG_VERSION}, found {version}")
