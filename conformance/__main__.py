@@ -24,15 +24,15 @@ Exit status 0 only when the implementation conforms; the last line printed is
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import signal
 import sys
-import warnings
 from typing import List, Optional
 
 from .plugin import BUILTIN_CODECS, CODEC_ENV, TESTEE_ENV, CodecSelectionError, codec_from_environment
 
-__all__ = ["main"]
+__all__ = ["main", "console"]
 
 SUITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite")
 DEFAULT_PROFILE = "ci"
@@ -90,7 +90,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     import pytest
 
-    options = ["-p", "conformance.shrinking", "-p", "conformance.report", "-p", "conformance.failure_list"]
+    options = ["-p", "conformance.variant_coverage", "-p", "conformance.shrinking", "-p", "conformance.report", "-p", "conformance.failure_list"]
     # -rN: the conformance summary groups the failures; a list of every failing id (-r f) is a flag away.
     options += ["--rootdir", SUITE_DIR, "-c", os.devnull, "-rN"]
     if args.failure_list:
@@ -101,12 +101,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         options += ["--report", os.path.abspath(args.report)]
     has_path = any(not a.startswith("-") and (os.path.exists(a.split("::")[0])) for a in pytest_args)
     _interrupt_on_sigterm()
-    status = int(pytest.main(options + pytest_args + ([] if has_path else [SUITE_DIR])))
-    # Nothing after the verdict: warnings some packages emit at interpreter exit would print below it.
-    warnings.simplefilter("ignore")
+    return int(pytest.main(options + pytest_args + ([] if has_path else [SUITE_DIR])))
+
+
+def console() -> None:
+    """The command-line entry point: :func:`main`, then exit without interpreter teardown.
+
+    Some engine dependencies (SWIG extensions) print a DeprecationWarning while
+    the interpreter tears down, below the verdict. Exit handlers still run;
+    only module teardown is skipped.
+    """
+    status = main()
     sys.stdout.flush()
-    return status
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(status)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

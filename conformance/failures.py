@@ -207,7 +207,12 @@ def distinct_differences(found: Sequence[Difference]) -> List[Tuple[Difference, 
     return [(d, n) for d, n in groups.values()]
 
 
-_short = reprlib.Repr()
+class _SummaryRepr(reprlib.Repr):
+    def repr_Ext(self, x: Any, level: int) -> str:  # msgspec's own repr is an address
+        return f"Ext({x.code}, {self.repr1(x.data, level - 1)})"
+
+
+_short = _SummaryRepr()
 _short.maxstring = 60
 _short.maxother = 80
 _short.maxlist = 4
@@ -255,9 +260,13 @@ def _blank(value: Any) -> bool:
     return type(value) in (str, bytes, list, tuple, dict, set) and len(value) == 0
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def _safe_repr(value: Any) -> str:
+    """A short repr without object addresses, which would make two runs' reports differ."""
     try:
-        return _short.repr(value)
+        return _ADDRESS.sub("", _short.repr(value))
     except Exception:  # a broken repr must not hide the failure
         return f"<{type(value).__qualname__} object>"
 
@@ -283,7 +292,7 @@ def exception_signature(exc: BaseException) -> str:
 
 #: Frames from these packages are the suite's and its tools', not the code under test.
 _OWN = tuple(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), sub) for sub in ("properties.py", "failures.py", "shrinking.py", "suite")
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), sub) for sub in ("properties.py", "failures.py", "shrinking.py", "plugin.py", "report.py", "suite")
 )
 _TOOLS = (os.sep + "hypothesis" + os.sep, os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep)
 

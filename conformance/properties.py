@@ -20,6 +20,7 @@ import pytest
 
 from reference_codec.schema import MESSAGE_TYPES
 
+from . import variant_coverage
 from .equivalence import differences
 from .failures import NO_MESSAGE, PropertyFailure, summarise
 
@@ -63,6 +64,7 @@ def draw_message(data: Any, tag: str, codec: Any = None, label: str = "message")
     """Draw a message of type ``tag`` from ``data`` (``st.data()``) and remember it in :data:`drawn`."""
     msg = data.draw(message_strategy(tag, codec), label=label)
     drawn.message = msg
+    variant_coverage.record(msg)
     return msg
 
 

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from . import variant_coverage
 from .failures import NO_MESSAGE, CodecRaised, PropertyFailure, exception_signature, raised_at
 from .shrinking import SHRINK_BUDGET, SHRINK_OUTCOME, failure_headline, failure_signature
 
@@ -320,6 +321,7 @@ class ConformanceReport:
                     "shrink_budget": budget.as_dict() if budget is not None else None,
                     "interrupted": self.interrupted,
                     "not_exercised": untested_here(),
+                    "variant_coverage": variant_coverage.result_of(self.config),
                     "duration_s": round(time.time() - self.started, 3),
                     "python": platform.python_version(),
                     "counts": counts,

@@ -6,9 +6,12 @@ Importing :mod:`strategies` registers the three and loads one:
 * otherwise ``ci`` when ``$CI`` is ``true`` (as CI services set it);
 * otherwise ``dev``.
 
-``ci``       deterministic (``derandomize=True``), bounded examples, no example
-             database (nothing written to ``.hypothesis/``), no deadline, no
-             targeting phase. A failure prints its reproduction blob.
+``ci``       deterministic (``derandomize=True``), bounded examples
+             (:data:`CI_MAX_EXAMPLES` per test for the strategies' own tests;
+             the conformance suite uses its ``ci-suite`` variant, 8 per
+             property and message type, see ``conformance/suite/conftest.py``),
+             no example database (nothing written to ``.hypothesis/``), no
+             deadline, no targeting phase. A failure prints its reproduction blob.
 ``dev``      Hypothesis' defaults with a local example database, no deadline.
 ``nightly``  many examples, every phase including targeting: properties that
              call :func:`strategies.target_size` steer generation toward large

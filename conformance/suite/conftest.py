@@ -21,7 +21,7 @@ from conformance import shrinking
 from conformance.plugin import CodecSelectionError, codec_from_environment
 from reference_codec import PickleCodec, ReferenceCodec
 
-pytest_plugins = ("conformance.shrinking", "conformance.report", "conformance.failure_list")
+pytest_plugins = ("conformance.variant_coverage", "conformance.shrinking", "conformance.report", "conformance.failure_list")
 
 #: Examples per (property, message type) under the ``ci`` profile.
 SUITE_CI_EXAMPLES = 8

@@ -117,7 +117,7 @@ def test_pickle_payloads_never_run_wherever_they_are_placed(codec, harness, prob
 FRAME_COUNT_FAULTS = ("no frames", "an extra empty frame", "an extra frame of junk", "an extra copy of the body")
 
 
-@pytest.mark.parametrize("fault", FRAME_COUNT_FAULTS)
+@pytest.mark.parametrize("fault", FRAME_COUNT_FAULTS, ids=lambda fault: fault.replace(" ", "-"))
 @given(data=st.data())
 def test_a_frame_list_of_the_wrong_length_is_rejected(codec, fault, data):
     """Every frame of a message is used, and a message has at least one: anything else is a framing bug.

@@ -145,3 +145,13 @@ def test_the_failing_tests_and_their_headlines_are_the_same_in_two_runs(tmp_path
         tests = json.loads(report.read_text())["tests"]
         runs.append({k: v["headline"] for k, v in tests.items() if v["outcome"] == "failed"})
     assert runs[0] and runs[0] == runs[1]
+
+
+def test_variant_coverage_reports_what_the_run_drew(tmp_path):
+    report = tmp_path / "r.json"
+    result = run("reference", "-p", "no:xdist", "-k", "test_roundtrip.py and FlushCacheReqInput", "--variant-coverage", "--report", str(report))
+    assert result.returncode == 0, result.stdout[-2000:]
+    coverage = json.loads(report.read_text())["variant_coverage"]
+    assert 0 < coverage["reached"] < coverage["variants"]  # one message type cannot reach the whole schema
+    assert f"reached {coverage['reached']}/{coverage['variants']} variants" in result.stdout
+    assert any(gap.startswith("BatchTokenIDOutput.") for gap in coverage["gaps"])
