@@ -17,6 +17,10 @@ Importing :mod:`strategies` registers the three and loads one:
              call :func:`strategies.target_size` steer generation toward large
              and deeply nested messages; large batches go up to 256 requests.
 
+Loading a profile also empties Hypothesis' pool of *local constants*
+(:func:`without_local_constants`), so that what a test draws does not depend
+on which of the project's modules happen to be imported.
+
 Every profile sets ``deadline=None``: tensor construction (and the first call
 into torch, which initialises its kernels) varies by tens of milliseconds
 between runs, which a deadline would report as flaky. No health check is
@@ -40,6 +44,7 @@ __all__ = [
     "load_profile",
     "current_profile",
     "large_batch_limit",
+    "without_local_constants",
 ]
 
 PROFILES = ("ci", "dev", "nightly")
@@ -89,6 +94,29 @@ def profile_from_environment(environ: Optional[Mapping[str, str]] = None) -> str
     return "ci" if env.get("CI", "").strip().lower() in _TRUE else "dev"
 
 
+def without_local_constants() -> None:
+    """Stop Hypothesis from mixing constants of *local* source files into generated values.
+
+    Hypothesis (6.131 and later) collects the literals of the modules it deems
+    local as they get imported, and now and then draws one of them. Which
+    modules are local differs between a source checkout and an installed
+    wheel, and which are imported yet differs with the tests selected, so one
+    conformance test drew other messages in a full run, alone (its
+    ``reproduce:`` line) and under tox: which tests failed depended on where
+    and with what they ran. Hypothesis has no setting for it; this empties
+    the pool through its provider module (its global constants, the same
+    everywhere, stay). A no-op on a Hypothesis without the pool.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a Hypothesis without the module
+        return
+    if getattr(providers, "_get_local_constants", None) is None:
+        return
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+
+
 def load_profile(environ: Optional[Mapping[str, str]] = None) -> str:
     """Load the profile the environment selects and return its name.
 
@@ -103,6 +131,7 @@ def load_profile(environ: Optional[Mapping[str, str]] = None) -> str:
             f"HYPOTHESIS_PROFILE={name!r} is not a registered profile (this suite registers {', '.join(PROFILES)})"
         ) from None
     settings.load_profile(name)
+    without_local_constants()
     return name
 
 

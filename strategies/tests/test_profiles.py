@@ -103,3 +103,44 @@ def test_measure_counts_leaves_depth_and_bytes():
 @given(strategies.from_struct(FlushCacheReqInput))
 def test_target_size_reports_to_hypothesis_from_inside_a_test(msg):
     assert strategies.target_size(msg) == strategies.measure(msg)
+
+
+_DRAWS = """
+import json, os, sys
+from hypothesis import given, settings, strategies as st
+
+if os.environ.get("USE_STRATEGIES"):
+    from strategies import profiles
+    profiles.without_local_constants()
+if os.environ.get("IMPORT_FIRST"):
+    import local_constants_module  # a local module full of string literals, imported before the draws
+
+@settings(derandomize=True, database=None, max_examples=300)
+@given(st.text(max_size=30))
+def draw(s):
+    DRAWN.append(s)
+
+DRAWN = []
+draw()
+json.dump(DRAWN, sys.stdout)
+"""
+
+
+@pytest.mark.parametrize("protected", [True, False], ids=["with-strategies", "plain-hypothesis"])
+def test_draws_do_not_depend_on_which_local_modules_are_imported(tmp_path, protected):
+    """The guard above is needed (plain Hypothesis draws differ) and works (with it they do not)."""
+    (tmp_path / "local_constants_module.py").write_text(
+        "\n".join(f"C{i} = 'the-local-constant-{i}'" for i in range(300)) + "\n"
+    )
+    (tmp_path / "draws.py").write_text(_DRAWS)
+    runs = []
+    for first in ("", "1"):
+        env = dict(os.environ, PYTHONHASHSEED="0", IMPORT_FIRST=first, USE_STRATEGIES="1" if protected else "")
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")])
+        out = subprocess.run([sys.executable, str(tmp_path / "draws.py")], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        runs.append(out.stdout)
+    if protected:
+        assert runs[0] == runs[1]
+    else:
+        assert runs[0] != runs[1] and "the-local-constant-" in runs[1]
