@@ -2,16 +2,21 @@
 
 * a message from an older sender, missing trailing fields, decodes with their defaults;
 * a message from a newer sender, with extra trailing fields, decodes by the older schema;
+* the same for every positional struct nested in a message (``SamplingParams``
+  inside ``TokenizedGenerateReqInput``, the requests of a batch): each may
+  come from another version than the message around it;
 * if the codec exposes its own schema (``message_types``), it differs from the
-  reference only in ways positional decoding survives (schema diff).
+  reference only in ways positional decoding survives (the recursive schema
+  diff of :mod:`conformance.schema_diff`, nested structs included).
 """
 
 from __future__ import annotations
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
+from msgspec import inspect as mi
 
 from conformance.properties import MESSAGE_TAGS, PropertyFailure, check_equivalent, draw_message
 from conformance.schema_diff import diff_struct
@@ -80,6 +85,116 @@ def test_message_from_a_newer_schema_decodes_ignoring_extra_fields(codec, tag, d
     new_body = msgspec.msgpack.encode(body + extra)
     what = "a newer sender's message (extra tail fields)"
     check_equivalent(msg, _decode_evolved(codec, [new_body], what, msg), codec=codec.name, what=f"{what} decodes wrongly", msg=msg)
+
+
+# --- nested positional structs ------------------------------------------------------
+
+
+def _positional(cls) -> bool:
+    info = mi.type_info(cls)
+    return info.array_like and cls.__name__ != "PickleWrapper"  # a PickleWrapper is bytes in a wrapper, not a schema
+
+
+def _nested_positional(cls) -> bool:
+    """Whether a message can carry a positional struct below its own fields."""
+    found, seen = [], set()
+
+    def walk(t):
+        while isinstance(t, mi.Metadata):
+            t = t.type
+        if isinstance(t, mi.StructType):
+            if _positional(t.cls):
+                found.append(t.cls)
+            if t.cls not in seen:
+                seen.add(t.cls)
+                for f in t.fields:
+                    walk(f.type)
+        elif isinstance(t, mi.UnionType):
+            for arm in t.types:
+                walk(arm)
+        elif isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+            walk(t.item_type)
+        elif isinstance(t, mi.DictType):
+            walk(t.value_type)
+        elif isinstance(t, mi.TupleType):
+            for item in t.item_types:
+                walk(item)
+
+    seen.add(cls)
+    for f in mi.type_info(cls).fields:
+        walk(f.type)
+    return bool(found)
+
+
+NESTED = [tag for tag in MESSAGE_TAGS if _nested_positional(MESSAGE_TYPES[tag])]
+
+
+def _evolve(value, item, data, older: bool):
+    """``(item, value)`` with the tails of nested positional structs as another schema version writes them.
+
+    ``item`` is ``value``'s generic encoding (a struct is a list, tag first if
+    tagged). Each nested positional struct reached through fields and lists
+    may lose trailing defaulted fields (``older``: the expected value gets
+    their defaults) or gain extra trailing elements (newer: the expected value
+    is unchanged). Returns the inputs themselves where nothing changed.
+    """
+    if isinstance(value, msgspec.Struct) and isinstance(item, list):
+        cls = type(value)
+        info = mi.type_info(cls)
+        offset = 1 if info.tag is not None else 0
+        body, changes = list(item), {}
+        for i, field in enumerate(info.fields):
+            if offset + i < len(body):
+                new_item, new_value = _evolve(getattr(value, field.name), body[offset + i], data, older)
+                if new_item is not body[offset + i]:
+                    body[offset + i], changes[field.name] = new_item, new_value
+        if _positional(cls) and data.draw(st.booleans(), label=f"{cls.__name__} from another schema version"):
+            if older and _trailing_defaulted(cls):
+                drop = data.draw(st.integers(1, _trailing_defaulted(cls)), label=f"trailing {cls.__name__} fields the old sender lacks")
+                body = body[: len(body) - drop]
+                changes.update({f.name: _default(f) for f in info.fields[len(info.fields) - drop :]})
+            elif not older:
+                body = body + data.draw(_EXTRA, label=f"fields a newer sender appends to {cls.__name__}")
+        if body == item and not changes:
+            return item, value
+        return body, msgspec.structs.replace(value, **changes) if changes else value
+    if type(value) is list and isinstance(item, list) and len(value) == len(item):
+        pairs = [_evolve(v, it, data, older) for v, it in zip(value, item)]
+        if all(new_item is it for (new_item, _), it in zip(pairs, item)):
+            return item, value
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    return item, value
+
+
+_EXTRA = st.lists(st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.lists(st.booleans(), max_size=2)), min_size=1, max_size=3)
+
+
+def _evolved_nested(codec, tag, data, older: bool):
+    msg = draw_message(data, tag, codec)
+    body = generic_body(REFERENCE.encode(msg)[0])
+    fields = [_evolve(getattr(msg, f.name), body[1 + i], data, older) for i, f in enumerate(mi.type_info(type(msg)).fields)]
+    changes = {f.name: v for f, (it, v), old in zip(mi.type_info(type(msg)).fields, fields, body[1:]) if it is not old}
+    if not changes:
+        event("no nested positional struct in this message")
+    new_body = msgspec.msgpack.encode([body[0], *(it for it, _ in fields)])
+    expected = msgspec.structs.replace(msg, **changes) if changes else msg
+    return msg, new_body, expected
+
+
+@pytest.mark.parametrize("tag", NESTED)
+@given(data=st.data())
+def test_nested_structs_from_an_older_schema_decode_with_defaults(codec, tag, data):
+    msg, body, expected = _evolved_nested(codec, tag, data, older=True)
+    what = "an old sender's nested structs (trailing fields missing)"
+    check_equivalent(expected, _decode_evolved(codec, [body], what, msg), codec=codec.name, what=f"{what} decode wrongly", msg=msg)
+
+
+@pytest.mark.parametrize("tag", NESTED)
+@given(data=st.data())
+def test_nested_structs_from_a_newer_schema_decode_ignoring_extra_fields(codec, tag, data):
+    msg, body, expected = _evolved_nested(codec, tag, data, older=False)
+    what = "a newer sender's nested structs (extra tail fields)"
+    check_equivalent(expected, _decode_evolved(codec, [body], what, msg), codec=codec.name, what=f"{what} decode wrongly", msg=msg)
 
 
 def _codec_schema(codec):

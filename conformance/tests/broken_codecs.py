@@ -195,6 +195,29 @@ class StrictFieldCount(_Broken):
         return msg
 
 
+class NestedTailRequired(_Broken):
+    """Refuses a request whose nested ``SamplingParams`` lacks trailing fields, as a reader that made one required would.
+
+    Its own round trips are exact (it writes every field); only a message
+    from an older sender, whose nested struct is shorter, shows it.
+    """
+
+    def decode(self, frames):
+        if frames:
+            from reference_codec.schema import MESSAGE_TYPES, SamplingParams
+
+            body = msgspec.msgpack.decode(bytes(frames[0]), ext_hook=msgspec.msgpack.Ext)
+            cls = MESSAGE_TYPES.get(body[0]) if isinstance(body, list) and body and isinstance(body[0], str) else None
+            if cls is not None and "sampling_params" in cls.__struct_fields__:
+                nested = body[1 + cls.__struct_fields__.index("sampling_params")]
+                if isinstance(nested, list) and len(nested) < len(SamplingParams.__struct_fields__):
+                    raise self.decode_error(f"sampling_params has {len(nested)} fields, expected {len(SamplingParams.__struct_fields__)}")
+        return self._inner.decode(frames)
+
+    def damage(self, msg):
+        return msg
+
+
 class FieldInsertedInTheMiddle(_Broken):
     """Exposes a schema (``message_types``) in which ``FlushCacheReqInput`` gained a field before its last one.
 

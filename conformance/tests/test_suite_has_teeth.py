@@ -43,6 +43,7 @@ TEETH = [
     Tooth("producer-consumer", "test_producer_consumer.py and (FlushCacheReqInput or BatchTokenIDOutput)", "NegatedFloatsOnTheWire", "the reference reads the codec's bytes differently: float bits differ", "equivalence"),
     Tooth("reencode", "test_reencode.py and (FlushCacheReqInput or AbortReq)", "NondeterministicEncoding", "encoding the same message twice gave different bytes", "reencode-bytes"),
     Tooth("schema-evolution", "test_schema_evolution.py and (older or newer) and (FlushCacheReqInput or AbortReq)", "StrictFieldCount", "is refused", "schema-evolution"),
+    Tooth("nested-schema-evolution", "test_schema_evolution.py and nested and older and (TokenizedGenerateReqInput or TokenizedEmbeddingReqInput)", "NestedTailRequired", "an old sender's nested structs (trailing fields missing) is refused", "schema-evolution"),
     Tooth("schema-diff", "test_schema_evolution.py and test_codec_schema and FlushCacheReqInput", "FieldInsertedInTheMiddle", "schema of FlushCacheReqInput breaks positional decoding", "schema-diff"),
     Tooth("bad-input", "test_bad_input.py and (test_arbitrary_bytes or (test_damaged and FlushCacheReqInput))", "CrashesOnJunk", "other-exception IndexError", "decoder-contract"),
     Tooth("frame-count", "test_bad_input.py and frame_list", "AcceptsExtraFrames", "decoded instead of rejected", "frame-count"),
