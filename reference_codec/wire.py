@@ -118,6 +118,25 @@ Code 67 is also how a field typed :class:`~reference_codec.schema.Int128`
 (trace ids) travels, in any position. SGLang 0.5.23 decodes codes 64-68 as
 opaque ``msgspec.msgpack.Ext`` values.
 
+Ext codes a decoder does not know
+=================================
+
+The reference refuses a value whose ext code it does not define (anything
+but 1-3, 33-35 and 64-68; 4 and 5 are SGLang's process-local handles and are
+refused too) with a ``DecodeError`` naming the code. Reasons: an ext code is
+a type, and a value of unknown type can be neither validated nor compared,
+nor handed to engine code that expects Python values (it fails later, far
+from the wire, as an ``AttributeError`` on an opaque ``Ext``); and a new code
+is a change of the wire, which comes with a new wire version both peers
+speak (as v2's codes 33-35 did), not a value older peers pass on blind.
+
+SGLang 0.5.23 keeps an unknown ext code as an opaque ``msgspec.msgpack.Ext``
+on purpose (forward compatibility, tested in its own suite). Both are
+legitimate contracts, so the golden vector is ``i_unknown_ext_code``: an
+implementation may refuse it with its decode error or decode it to a message
+(with an opaque value), and must do nothing else. An unknown ext inside an
+extra trailing field is never read by either (``i_extra_trailing_field_with_unknown_ext``).
+
 Compatibility with SGLang 0.5.23
 ================================
 

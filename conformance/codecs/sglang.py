@@ -24,7 +24,8 @@ from reference_codec import schema as ref
 
 __all__ = ["SGLangCodec", "sglang_available", "SGLANG_VERSION"]
 
-SGLANG_VERSION = "0.5.23"
+#: The release the adapter drives: the one the reference schema mirrors.
+SGLANG_VERSION = ref.SCHEMA_VERSION
 
 #: SGLang 0.5.23 ships with pickle IPC on (``SGLANG_USE_PICKLE_IPC`` defaults
 #: to true); its msgpack path, the one under test, needs it off: only then does

@@ -939,7 +939,10 @@ def _():
     return [_untyped(Ext(wire.EXT_TORCH_TENSOR, b"\x00\x00"))]
 
 
-@_case("n_unknown_ext_code", "ext code 99 is not defined by the wire", reason="unknown ext code 99")
+@_case(
+    "i_unknown_ext_code",
+    "ext code 99 is not defined by the wire: the reference refuses it, SGLang keeps it opaque (wire.py: unknown ext codes)",
+)
 def _():
     return [_untyped(Ext(99, b"\x90"))]
 

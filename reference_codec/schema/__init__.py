@@ -1,4 +1,4 @@
-"""The reference wire schema of every SGLang 0.5.23 IPC message.
+"""The reference wire schema of every SGLang IPC message (the release in :data:`SCHEMA_VERSION`).
 
 ``MESSAGE_TYPES`` maps each wire tag (the class name, first element of the
 positional array) to its class. It is built by walking the subclasses of
@@ -9,8 +9,10 @@ classes share a tag.
 
 To add a message: declare it in :mod:`.generation` or :mod:`.control` deriving
 from ``BaseReq``/``BaseBatchReq``; it is picked up here, by the codec, by the
-strategies and by the conformance suite with no other change. Append new
-fields at the tail only: the encoding is positional.
+strategies and by the conformance suite. Append new fields at the tail only:
+the encoding is positional. Then run ``python -m reference_codec.schema.sync``
+(with the SGLang release installed): it refreshes the fields snapshot the
+tests compare against and says what else the reference lacks.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from .generation import BatchReqTimeStats
 from .scalars import INT64_MAX, INT64_MIN, UINT64_MAX, Int64, Int128, UInt64
 
 __all__ = [
+    "ENGINE",
+    "SCHEMA_VERSION",
     "BaseReq",
     "BaseBatchReq",
     "PickleWrapper",
@@ -43,9 +47,15 @@ __all__ = [
     "NESTED_TYPES",
     "ENUM_TYPES",
     "OPAQUE_FIELDS",
+    "DOCUMENTED_DIFFERENCES",
     "iter_subclasses",
     "wire_tag",
 ]
+
+
+#: The engine and release whose IPC messages this schema mirrors.
+ENGINE = "sglang"
+SCHEMA_VERSION = "0.5.23"
 
 
 def iter_subclasses(root: type) -> Iterator[type]:
@@ -97,6 +107,31 @@ OPAQUE_FIELDS: Mapping[type, Tuple[str, ...]] = MappingProxyType(
         cls: tuple(f for f in ("time_stats", "customized_info") if f in cls.__struct_fields__)
         for cls in MESSAGE_TYPES.values()
         if {"time_stats", "customized_info"} & set(cls.__struct_fields__)
+    }
+)
+
+_UNSIGNED = "an unsigned 64-bit value (UInt64): a negative one is refused, values up to 2**64-1 fit; SGLang declares a plain int"
+
+#: Where the reference schema deliberately differs from SGLang's, ``(struct, field) -> reason``. The
+#: recursive schema diff from SGLang to the reference finds these and nothing else (tested where SGLang
+#: is installed); ``python -m reference_codec.schema.sync`` leaves them out of what it asks to change.
+DOCUMENTED_DIFFERENCES: Mapping[Tuple[str, str], str] = MappingProxyType(
+    {
+        ("TokenizedGenerateReqInput", "bootstrap_room"): _UNSIGNED,
+        ("MultimodalDataItem", "hash"): _UNSIGNED,
+        ("ExpertWeightPointer", "weight_ptr"): _UNSIGNED,
+        ("LoRARef", "lora_id"): (
+            "required: SGLang's default is a fresh uuid4 per instance, so a LoRARef sent without it "
+            "would decode to another id on every hop"
+        ),
+        **{
+            (cls.__name__, name): (
+                "a concrete struct (or dict) instead of SGLang's pickled PickleWrapper, which the reference "
+                "refuses unless the codec is built with allow_pickle=True"
+            )
+            for cls, names in OPAQUE_FIELDS.items()
+            for name in names
+        },
     }
 )
 

@@ -10,14 +10,35 @@ import msgspec
 import pytest
 
 from reference_codec import schema
-from reference_codec.schema import MESSAGE_TYPES, BaseBatchReq, BaseReq, iter_subclasses, wire_tag
+from reference_codec.schema import MESSAGE_TYPES, SCHEMA_VERSION, BaseBatchReq, BaseReq, iter_subclasses, wire_tag
+from reference_codec.schema.sync import fields_snapshot, snapshot_path, to_add
 
-SNAPSHOT = json.loads((pathlib.Path(__file__).parent / "sglang_0_5_23_fields.json").read_text())["messages"]
+#: The fields of every message of the release the schema mirrors, as ``python -m reference_codec.schema.sync`` wrote them.
+SNAPSHOT = json.loads(pathlib.Path(snapshot_path(SCHEMA_VERSION)).read_text())["messages"]
 
 
 def test_message_types_has_every_sglang_message_and_no_other():
     assert sorted(MESSAGE_TYPES) == sorted(SNAPSHOT)
-    assert len(MESSAGE_TYPES) == 100
+
+
+def test_the_snapshot_is_what_the_sync_command_writes_for_the_same_fields():
+    assert fields_snapshot(MESSAGE_TYPES, "")["messages"] == SNAPSHOT
+
+
+def test_sync_lists_an_appended_field_and_a_new_message_of_a_newer_release():
+    from typing import Optional
+
+    flush = MESSAGE_TYPES["FlushCacheReqInput"]
+    newer_flush = msgspec.defstruct(
+        "FlushCacheReqInput", [("timeout_s", Optional[float], None), ("drain", bool, False)], bases=(BaseReq,), kw_only=True
+    )
+    new_message = msgspec.defstruct("DrainReqInput", [("deadline_s", float, 0.0)], bases=(BaseReq,), kw_only=True)
+    wanted = to_add({"FlushCacheReqInput": flush}, {"FlushCacheReqInput": newer_flush, "DrainReqInput": new_message})
+    assert wanted == [
+        "add message DrainReqInput (rid, http_worker_ipc, deadline_s) to reference_codec/schema",
+        "append to FlushCacheReqInput: 'drain' at the tail (3 of 4)",
+    ]
+    assert to_add(MESSAGE_TYPES, MESSAGE_TYPES) == []  # "no change needed"
 
 
 def test_every_tag_is_unique_and_is_the_class_name():

@@ -57,3 +57,21 @@ def test_reference_and_sglang_write_identical_bytes(sglang, msg):
 def test_sglang_decodes_reference_bytes_and_the_reverse(sglang, msg):
     assert_equivalent(msg, sglang.decode(REFERENCE.encode(msg)), context="reference -> sglang")
     assert_equivalent(msg, REFERENCE.decode(sglang.encode(msg)), context="sglang -> reference")
+
+
+def test_the_schema_diff_from_sglang_to_the_reference_finds_only_documented_differences(sglang):
+    from conformance.schema_diff import diff_schemas, load_schema
+    from reference_codec.schema.sync import documented, to_add
+
+    # As a reviewer runs it: python -m conformance.schema_diff sglang.srt.managers.io_struct reference_codec.schema
+    theirs = load_schema("sglang.srt.managers.io_struct")
+    breaking = [c for c in diff_schemas(theirs, load_schema("reference_codec.schema")) if c.breaking]
+    assert breaking and all(documented(c) for c in breaking), [str(c) for c in breaking if not documented(c)]
+    assert to_add(s.MESSAGE_TYPES, {tag: cls for tag, cls in theirs.items() if tag in sglang.message_types}) == []
+
+
+def test_the_sync_command_needs_no_change_for_the_release_the_schema_mirrors(capsys):
+    from reference_codec.schema.sync import main
+
+    assert main(["--check"]) == 0
+    assert "no change needed" in capsys.readouterr().out
