@@ -213,5 +213,5 @@ def test_codec_schema_differs_from_the_reference_only_at_the_tail(codec, tag):
     if breaking:
         raise PropertyFailure(
             codec=codec.name,
-            what=f"schema of {tag} breaks positional decoding: " + "; ".join(f"{c.kind}: {c.detail}" for c in breaking),
+            what=f"schema of {tag} breaks positional decoding: " + "; ".join(f"{c.where}: {c.kind}: {c.detail}" for c in breaking),
         )

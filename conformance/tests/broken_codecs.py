@@ -243,6 +243,40 @@ class FieldInsertedInTheMiddle(_Broken):
         return msg
 
 
+class NestedFieldInserted(_Broken):
+    """Exposes a schema whose ``SamplingParams`` (inside ``TokenizedGenerateReqInput``) gained a field in the middle.
+
+    Top-level fields are unchanged: only a schema diff that looks inside
+    nested structs sees that an older peer would misread every later field.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        from msgspec import inspect as mi
+
+        from reference_codec.schema import MESSAGE_TYPES, SamplingParams
+
+        fields = [(f.name, _annotation(SamplingParams, f.name), f.default if f.default is not msgspec.NODEFAULT else None) for f in mi.type_info(SamplingParams).fields]
+        fields.insert(3, ("inserted", int, 0))
+        newer_sp = msgspec.defstruct("SamplingParams", fields, array_like=True, kw_only=True)
+        request = MESSAGE_TYPES["TokenizedGenerateReqInput"]
+        request_fields = [
+            (f.name, newer_sp if f.name == "sampling_params" else _annotation(request, f.name), *(() if f.required else (f.default if f.default is not msgspec.NODEFAULT else msgspec.field(default_factory=f.default_factory),)))
+            for f in mi.type_info(request).fields
+        ]
+        newer = msgspec.defstruct("TokenizedGenerateReqInput", request_fields, tag=True, array_like=True, kw_only=True)
+        self.message_types = {**MESSAGE_TYPES, "TokenizedGenerateReqInput": newer}
+
+    def damage(self, msg):
+        return msg
+
+
+def _annotation(cls, name):
+    import typing
+
+    return typing.get_type_hints(cls, include_extras=True)[name]
+
+
 class AcceptsExtraFrames(_Broken):
     """Decodes a message from its first frame and ignores the others: a stray or duplicated frame is silently lost."""
 

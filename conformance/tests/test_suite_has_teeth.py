@@ -45,6 +45,7 @@ TEETH = [
     Tooth("schema-evolution", "test_schema_evolution.py and (older or newer) and (FlushCacheReqInput or AbortReq)", "StrictFieldCount", "is refused", "schema-evolution"),
     Tooth("nested-schema-evolution", "test_schema_evolution.py and nested and older and (TokenizedGenerateReqInput or TokenizedEmbeddingReqInput)", "NestedTailRequired", "an old sender's nested structs (trailing fields missing) is refused", "schema-evolution"),
     Tooth("schema-diff", "test_schema_evolution.py and test_codec_schema and FlushCacheReqInput", "FieldInsertedInTheMiddle", "schema of FlushCacheReqInput breaks positional decoding", "schema-diff"),
+    Tooth("nested-schema-diff", "test_schema_evolution.py and test_codec_schema and TokenizedGenerateReqInput and not Batch", "NestedFieldInserted", "TokenizedGenerateReqInput.sampling_params -> SamplingParams: field inserted", "schema-diff"),
     Tooth("bad-input", "test_bad_input.py and (test_arbitrary_bytes or (test_damaged and FlushCacheReqInput))", "CrashesOnJunk", "other-exception IndexError", "decoder-contract"),
     Tooth("frame-count", "test_bad_input.py and frame_list", "AcceptsExtraFrames", "decoded instead of rejected", "frame-count"),
     Tooth("pickle-payloads", "test_bad_input.py and pickle_payloads", "UnpicklesBinValues", "a pickle payload ran while decoding", "decoder-contract"),
