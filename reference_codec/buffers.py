@@ -58,7 +58,7 @@ def _check_length(shape: List[int], count: int, itemsize: int, raw: memoryview, 
 
 
 def _byte_view(values: np.ndarray) -> memoryview:
-    return memoryview(values.reshape(-1).view(np.uint8)) if values.size else _EMPTY
+    return memoryview(values.reshape(-1).view(np.uint8)) if values.size else _EMPTY  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ only for Python >= 3.12; mypy checks 3.11
 
 
 # --- torch.Tensor -----------------------------------------------------------
@@ -88,7 +88,7 @@ def tensor_to_wire(tensor: torch.Tensor) -> Tuple[list, memoryview]:
         # torch calls a tensor with size-1 dimensions contiguous whatever their
         # strides, so a one-element slice can keep stride 2; a byte view needs 1.
         flat = flat.clone(memory_format=torch.contiguous_format)
-    return metadata, memoryview(flat.view(torch.uint8).numpy())
+    return metadata, memoryview(flat.view(torch.uint8).numpy())  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ only for Python >= 3.12; mypy checks 3.11
 
 
 def tensor_from_wire(
@@ -177,7 +177,7 @@ def array_from_wire(typecode: object, raw: memoryview, limits: DecodeLimits) -> 
 
 def numpy_scalar_to_wire(value: np.generic) -> Tuple[Any, memoryview]:
     dtype = value.dtype
-    return numpy_dtype_to_wire(dtype), memoryview(np.asarray(value).reshape(1).view(np.uint8))
+    return numpy_dtype_to_wire(dtype), memoryview(np.asarray(value).reshape(1).view(np.uint8))  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ only for Python >= 3.12; mypy checks 3.11
 
 
 def numpy_scalar_from_wire(metadata: object, raw: memoryview) -> np.generic:

@@ -7,7 +7,7 @@ import enum
 import pickle
 import threading
 from array import array
-from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import msgspec
 import numpy as np
@@ -135,7 +135,7 @@ class ReferenceCodec:
             raise EncodeError(
                 f"{type(msg).__qualname__} is not a message of the reference schema (see MESSAGE_TYPES)"
             )
-        frames = None
+        frames: Optional[Frames] = None
         if self.out_of_band:  # the hooks collect buffers here; wire v1 needs no per-call state
             self._state.frames = frames = [b""]
         try:
@@ -192,7 +192,7 @@ class ReferenceCodec:
         meta = msgspec.msgpack.encode(metadata)
         threshold = self.out_of_band_threshold
         if threshold is not None and len(raw) >= threshold and len(raw) > 0:
-            frames = self._state.frames
+            frames = cast(List[Any], self._state.frames)  # encode sets it whenever there is a threshold
             frames.append(raw)
             payload = b"".join((wire.U32.pack(len(meta)), meta, wire.U32.pack(len(frames) - 1)))
             return msgspec.msgpack.Ext(wire.OUT_OF_BAND_OFFSET + code, payload)
@@ -213,18 +213,21 @@ class ReferenceCodec:
         if value is None or t is str or t is bytes or t is bool or t is float:
             return value
         if t is int:
+            value = cast(int, value)  # t is type(value)
             if _INT_MIN <= value <= _UINT_MAX:
                 return value
             if not Int128.MIN <= value <= Int128.MAX:
                 raise EncodeError(f"integer {value} does not fit in 128 bits", format_path(path))
             return msgspec.msgpack.Ext(wire.EXT_BIGINT, _bigint_bytes(value))
         if t is list:
-            out = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(value)]
+            value = cast(list, value)
+            # the dict branch below reuses the name
+            out: Union[List[object], Dict[object, object]] = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(value)]
             return value if all(a is b for a, b in zip(out, value)) else out
         if t is dict:
             out = {}
             changed = False
-            for k, v in value.items():
+            for k, v in cast(dict, value).items():
                 if type(k) not in _UNTYPED_KEY_TYPES:
                     raise EncodeError(f"dict key of type {type(k).__qualname__} in an untyped field", format_path(path))
                 nv = self._untyped_to_wire(v, path + (k,), depth + 1)
@@ -232,10 +235,10 @@ class ReferenceCodec:
                 out[k] = nv
             return out if changed else value
         if t is tuple:
-            items = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(value)]
+            items = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(cast(tuple, value))]
             return msgspec.msgpack.Ext(wire.EXT_TUPLE, self._encoder.encode(items))
         if t is torch.Size:
-            return msgspec.msgpack.Ext(wire.EXT_TORCH_SIZE, msgspec.msgpack.encode(list(value)))
+            return msgspec.msgpack.Ext(wire.EXT_TORCH_SIZE, msgspec.msgpack.encode(list(cast(torch.Size, value))))
         if isinstance(value, enum.Enum):
             if _ENUMS_BY_NAME.get(t.__name__) is not t:
                 raise EncodeError(f"enum {t.__qualname__} is not an enum of the schema", format_path(path))
@@ -277,12 +280,12 @@ class ReferenceCodec:
         finally:
             state.views = None
             if several:
-                used, state.used = state.used, None
+                used, state.used = cast(List[bool], state.used), None  # set above when several
         if several:
             unused = [i for i in range(1, len(views)) if not used[i]]
             if unused:
                 raise DecodeError(f"frame(s) {unused} are not referenced by the message body", "$")
-        return map_positions(msg, self._decode_untyped)
+        return cast(msgspec.Struct, map_positions(msg, self._decode_untyped))  # a struct maps to its own type
 
     def _frame_views(self, frames) -> List[memoryview]:
         if type(frames) is list and len(frames) == 1 and type(frames[0]) is bytes:
@@ -366,7 +369,8 @@ class ReferenceCodec:
             return self._build_buffer(code, metadata, raw, writable=False)
         if code in (wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY, wire.EXT_OOB_ARRAY):
             metadata, index = _split_out_of_band(data)
-            views, used = self._state.views, self._state.used
+            # decode sets both first; used is None only with one frame, which the index check refuses
+            views, used = cast(Sequence[Any], self._state.views), cast(List[bool], self._state.used)
             if not 1 <= index < len(views):
                 raise ValueError(f"refers to frame {index}, but the message has {len(views)} frame(s)")
             if used[index]:

@@ -8,7 +8,7 @@ non-zero size.
 
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 import numpy as np
 import torch
@@ -92,7 +92,7 @@ def _descr_to_wire(descr):
 def _descr_from_wire(descr, depth: int = 0):
     if depth > 8 or not isinstance(descr, list) or not descr or len(descr) > 256:
         raise ValueError("malformed structured dtype")
-    out = []
+    out: List[Tuple[Any, ...]] = []
     for item in descr:
         if not isinstance(item, list) or len(item) not in (2, 3) or not isinstance(item[0], str):
             raise ValueError("malformed structured dtype field")

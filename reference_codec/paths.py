@@ -6,7 +6,6 @@ Used only on error paths, so clarity beats speed here.
 from __future__ import annotations
 
 import functools
-
 import re
 from typing import Callable, List, Optional, Tuple
 
@@ -68,6 +67,7 @@ def generic_body(body) -> object:
 def named_path(root_type: object, body: object, positional: List) -> str:
     """Translate a positional path into the body (``[0][14][2]``) into field names (``$.rids[2]``)."""
     parts: List = []
+    field: Optional[mi.Field]  # None where a map key names no field
     type_info = _type_info(root_type)
     value = body
     for step in positional:

@@ -95,10 +95,10 @@ class PickleCodec:
             raise DecodeError("no frames", "$")
         try:
             if self.out_of_band:
-                return pickle.loads(frames[0], buffers=frames[1:])
+                return pickle.loads(frames[0], buffers=frames[1:])  # type: ignore[arg-type]  # bytes-likes are Sequences too, so mypy keeps bytes in the union after the wrap above
             if len(frames) != 1:
                 raise DecodeError(f"expected 1 frame, got {len(frames)}", "$")
-            return pickle.loads(frames[0])
+            return pickle.loads(frames[0])  # type: ignore[arg-type]  # as above
         except DecodeError:
             raise
         except Exception as exc:

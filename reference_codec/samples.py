@@ -5,7 +5,7 @@ Shipped with the codec (the suite, the fuzz seeds and the GPU tests use them), n
 from __future__ import annotations
 
 from array import array
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import numpy as np
@@ -19,7 +19,7 @@ __all__ = ["minimal", "batch_token_id_output", "flush_cache", "tensor_ext", "bod
 
 def minimal(cls: type) -> Any:
     """An instance of struct ``cls`` with every required field at its simplest valid value."""
-    info = mi.type_info(cls)
+    info = cast(mi.StructType, mi.type_info(cls))
     kwargs = {f.name: _simplest(f.type) for f in info.fields if f.required}
     return cls(**kwargs)
 

@@ -10,7 +10,7 @@ two ``None`` fields and nothing else.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 
 import msgspec
 from msgspec import inspect as mi
@@ -47,7 +47,7 @@ def plan_for(cls: type) -> Optional[List[Tuple[str, Node]]]:
     except KeyError:
         pass
     _struct_plans[cls] = None  # cycle guard: a struct cannot contain itself by value here
-    info = mi.type_info(cls)
+    info = cast(mi.StructType, mi.type_info(cls))
     plan = []
     for field in info.fields:
         node = _node(field.type)
@@ -128,7 +128,8 @@ def map_positions(value: object, visit: Visitor, path: Tuple = ()) -> object:
         new = _map(current, node, visit, path + (name,))
         if new is not current:
             changes[name] = new
-    return msgspec.structs.replace(value, **changes) if changes else value
+    # a plan exists only for struct classes
+    return msgspec.structs.replace(cast(msgspec.Struct, value), **changes) if changes else value
 
 
 def _map(value: object, node: Node, visit: Visitor, path: Tuple) -> object:
@@ -145,13 +146,16 @@ def _map(value: object, node: Node, visit: Visitor, path: Tuple) -> object:
         if not isinstance(value, (list, tuple, set, frozenset)):
             return value
         items = list(value)
-        out = [_map(v, node.child, visit, path + (i,)) for i, v in enumerate(items)]
+        assert node.child is not None  # _node builds seq and dict nodes only with a child
+        # the dict branch below reuses the name
+        out: Union[List[object], Dict[Any, object]] = [_map(v, node.child, visit, path + (i,)) for i, v in enumerate(items)]
         if all(a is b for a, b in zip(out, items)):
             return value
         return type(value)(out)
     if kind == "dict":
         if not isinstance(value, dict):
             return value
+        assert node.child is not None
         out = {k: _map(v, node.child, visit, path + (k,)) for k, v in value.items()}
         if all(out[k] is v for k, v in value.items()):
             return value

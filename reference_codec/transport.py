@@ -28,7 +28,7 @@ import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Protocol
+from typing import Any, Callable, List, Optional, Protocol, cast
 
 import zmq
 import zmq.asyncio
@@ -69,7 +69,8 @@ def send(
     if not _needs_tracking(frames, zero_copy_threshold):
         socket.send_multipart(frames, flags=flags, copy=True)
         return None
-    tracker = socket.send_multipart(frames, flags=flags, copy=False, track=True)
+    # pyzmq returns a tracker whenever track=True
+    tracker = cast(zmq.MessageTracker, socket.send_multipart(frames, flags=flags, copy=False, track=True))
     if wait:
         tracker.wait(-1 if timeout is None else timeout)
         return None
@@ -97,7 +98,7 @@ async def async_send(
     if not _needs_tracking(frames, zero_copy_threshold):
         await socket.send_multipart(frames, flags=flags, copy=True)
         return None
-    tracker = await socket.send_multipart(frames, flags=flags, copy=False, track=True)
+    tracker = cast(zmq.MessageTracker, await socket.send_multipart(frames, flags=flags, copy=False, track=True))
     if not wait:
         return tracker
     loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ tests compare against and says what else the reference lacks.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Dict, Iterator, Mapping, Tuple
+from typing import Dict, Iterator, List, Mapping, Set, Tuple, Type, TypeVar, cast
 
 import msgspec
 
@@ -58,10 +58,13 @@ ENGINE = "sglang"
 SCHEMA_VERSION = "0.5.23"
 
 
-def iter_subclasses(root: type) -> Iterator[type]:
+_T = TypeVar("_T")
+
+
+def iter_subclasses(root: Type[_T]) -> Iterator[Type[_T]]:
     """Yield every subclass of ``root`` at any depth, depth first, each once."""
-    seen = set()
-    stack = list(reversed(root.__subclasses__()))
+    seen: Set[Type[_T]] = set()
+    stack: List[Type[_T]] = list(reversed(root.__subclasses__()))
     while stack:
         cls = stack.pop()
         if cls in seen:
@@ -73,14 +76,14 @@ def iter_subclasses(root: type) -> Iterator[type]:
 
 def wire_tag(cls: type) -> str:
     """The tag a tagged struct class writes as its first array element."""
-    tag = msgspec.inspect.type_info(cls).tag
+    tag = cast(msgspec.inspect.StructType, msgspec.inspect.type_info(cls)).tag
     if not isinstance(tag, str):
         raise TypeError(f"{cls.__qualname__} is not a string-tagged struct")
     return tag
 
 
-def _build_message_types() -> Mapping[str, type]:
-    table: Dict[str, type] = {}
+def _build_message_types() -> Mapping[str, Type[msgspec.Struct]]:
+    table: Dict[str, Type[msgspec.Struct]] = {}
     for root in (BaseReq, BaseBatchReq):
         for cls in iter_subclasses(root):
             # Only classes of this schema: a plug-in's own subclasses of our
@@ -95,10 +98,11 @@ def _build_message_types() -> Mapping[str, type]:
 
 
 #: Wire tag -> message class, for every IPC message of the schema.
-MESSAGE_TYPES: Mapping[str, type] = _build_message_types()
+MESSAGE_TYPES: Mapping[str, Type[msgspec.Struct]] = _build_message_types()
 
-NESTED_TYPES: Tuple[type, ...] = common.NESTED_TYPES + (BatchReqTimeStats, PickleWrapper)
-ENUM_TYPES: Tuple[type, ...] = common.ENUM_TYPES
+# Annotated in .common, whose star import already bound both names here.
+NESTED_TYPES = common.NESTED_TYPES + (BatchReqTimeStats, PickleWrapper)
+ENUM_TYPES = common.ENUM_TYPES
 
 #: Fields where SGLang 0.5.23 sends a ``PickleWrapper``; the only places the
 #: reference codec will ever unpickle, and only with ``allow_pickle=True``.

@@ -34,7 +34,7 @@ import json
 import os
 import sys
 import types
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, cast
 
 import msgspec
 from msgspec import inspect as mi
@@ -68,7 +68,7 @@ def _default_text(field: mi.Field) -> Optional[str]:
 def fields_snapshot(messages: Mapping[str, type], source: str) -> Dict[str, Any]:
     """``{"source": ..., "messages": {tag: [[field, default or None], ...]}}`` in tag order."""
     return {
-        "messages": {tag: [[f.name, _default_text(f)] for f in mi.type_info(cls).fields] for tag, cls in sorted(messages.items())},
+        "messages": {tag: [[f.name, _default_text(f)] for f in cast(mi.StructType, mi.type_info(cls)).fields] for tag, cls in sorted(messages.items())},
         "source": source,
     }
 
@@ -97,7 +97,7 @@ def to_add(reference: Mapping[str, type], engine: Mapping[str, type]) -> List[st
             continue
         if change.kind == "message added":
             cls = engine[change.tag]
-            fields = ", ".join(f.name for f in mi.type_info(cls).fields)
+            fields = ", ".join(f.name for f in cast(mi.StructType, mi.type_info(cls)).fields)
             lines.append(f"add message {change.tag} ({fields}) to reference_codec/schema")
         elif change.kind == "field appended":
             lines.append(f"append to {change.where}: {change.detail}")
@@ -129,7 +129,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("the release has no __version__; give --version")
 
     from conformance.schema_diff import diff_schemas
-
     from reference_codec.schema import MESSAGE_TYPES, SCHEMA_VERSION
 
     engine = engine_messages(module)
