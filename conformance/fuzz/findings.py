@@ -5,7 +5,9 @@ frames that broke an implementation, what they did to it, and what the
 reference codec says about them. ``python -m conformance.vectors generate``
 turns each into ``v1/n_fuzz_<name>.json`` (when the reference rejects the
 frames, which it must for every finding kept here), so every implementation
-is then held to rejecting them cleanly.
+is then held to rejecting them cleanly. The cases that do so
+(:mod:`conformance.vectors.cases.fuzz_findings`) import this module; it needs
+only the vector file format (:mod:`conformance.vectors.format`) back.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import List, Optional
 
+from conformance.vectors.format import DESCRIPTION_LENGTH
 from reference_codec import DecodeError, ReferenceCodec
 
 from .harness import Harness
@@ -45,13 +48,11 @@ def _slug(text: str) -> str:
 
 
 def describe(found_in: str, kind: str, error_type: Optional[str], error: str, attack: str, seed_label: str) -> str:
-    """One ASCII line that fits a golden vector's description (``conformance.vectors.DESCRIPTION_LENGTH``).
+    """One ASCII line that fits a golden vector's description (:data:`conformance.vectors.format.DESCRIPTION_LENGTH`).
 
     It says where the finding was found, what broke, and which attack on which seed message
     produced it; the error text is cut to fit (the full error stays in the finding's ``error`` field).
     """
-    from conformance.vectors import DESCRIPTION_LENGTH  # not at import: the vectors module loads the findings
-
     limit = DESCRIPTION_LENGTH[1]
     head = f"fuzz finding in {found_in} ({attack} on a {seed_label}, shrunk): {kind}"
     if error_type:

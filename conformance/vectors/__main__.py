@@ -15,12 +15,14 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import CASES, VECTORS_DIR, VectorError, check, generate
+from .build import VectorError, check, generate
+from .format import VECTORS_DIR
+from .registry import CASES
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.vectors", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["generate", "check", "list"])
+    parser.add_argument("command", choices=["generate", "check", "list"], help="generate: write the files from the cases; check: fail if a file is stale; list: print the vectors")
     parser.add_argument("--dir", default=VECTORS_DIR, help="vector directory (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
