@@ -19,8 +19,8 @@ from msgspec import inspect as mi
 from conformance.equivalence import compare
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s
-from reference_codec.schema import MESSAGE_TYPES
 from reference_codec.samples import batch_token_id_output, minimal
+from reference_codec.schema import MESSAGE_TYPES
 
 
 def _mm(**fields) -> s.TokenizedGenerateReqInput:

@@ -52,7 +52,8 @@ from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN, UINT64_MAX, Int128
 
-from ._draws import one_in as one_in_draws, or_none, union
+from ._draws import one_in as one_in_draws
+from ._draws import or_none, union
 from ._public import check_bool, named_composite
 from .batches import DISTINCT_REQUESTS, batch_sizes, per_request, request_ids
 from .registry import DEFAULT_REGISTRY, SemanticRegistry

@@ -392,7 +392,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     import strategies  # noqa: F401 - profiles, registry, from_type registrations
-
     from reference_codec.schema import MESSAGE_TYPES
 
     if args.examples < 1:

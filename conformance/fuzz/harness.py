@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from conformance.peak_memory import PeakMeter
 from reference_codec.schema import MESSAGE_TYPES
 
-from conformance.peak_memory import PeakMeter
 from .pickle_probe import PickleProbe
 
 __all__ = ["Outcome", "Harness", "OK_KINDS", "FINDING_KINDS"]

@@ -35,8 +35,9 @@ def pytest_configure(config):
     # complex32 is a fixed-layout dtype the wire must carry; torch warns on every
     # allocation of it, which says nothing about the codec under test.
     config.addinivalue_line("filterwarnings", "ignore:ComplexHalf support is experimental:UserWarning")
-    import strategies  # loads the Hypothesis profile the environment selects
     from hypothesis import Phase, settings
+
+    import strategies  # loads the Hypothesis profile the environment selects
 
     base = strategies.profiles.current_profile() or "dev"
     if base.endswith("-suite"):  # loaded already (a second configure in one process)

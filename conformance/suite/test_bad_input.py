@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.failures import NO_MESSAGE, summarise
 from conformance.fuzz.attacks import ATTACKS, Seed, attack, hostile_values
 from conformance.fuzz.bytes_mutations import mutate_bytes
 from conformance.fuzz.choices import HypothesisChoices
 from conformance.fuzz.harness import Harness
 from conformance.fuzz.pickle_probe import PickleProbe
-from conformance.failures import NO_MESSAGE, summarise
 from conformance.properties import MESSAGE_TAGS, PropertyFailure, draw_message, each_message_type, frames_bytes
 
 #: Generous: CI machines are shared; a decoder that needs this long for one small frame is broken anyway.

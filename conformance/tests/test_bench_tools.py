@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conformance.benchmarks import gate, results, table
 from conformance.benchmarks import __main__ as cli
+from conformance.benchmarks import gate, results, table
 from conformance.benchmarks.__main__ import main
 
 

@@ -6,10 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.properties import has_non_native_ndarray, without_dtypes
 from reference_codec import schema as s
 from reference_codec.samples import minimal
-
-from conformance.properties import has_non_native_ndarray, without_dtypes
 
 
 def _with_mask(*arrays: np.ndarray) -> s.BatchStrOutput:

@@ -35,10 +35,9 @@ from conformance.equivalence import (
     assert_equivalent,
     compare,
 )
-from reference_codec import PickleCodec, ReferenceCodec
-from reference_codec.schema import Int128, Modality, MultimodalDataItem
-from reference_codec import samples
+from reference_codec import PickleCodec, ReferenceCodec, samples
 from reference_codec import schema as s
+from reference_codec.schema import Int128, Modality, MultimodalDataItem
 
 # --- helpers and fixtures -------------------------------------------------------
 

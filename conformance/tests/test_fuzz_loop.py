@@ -87,9 +87,8 @@ def test_the_harness_counts_a_non_message_result_as_a_finding():
 def test_the_harness_counts_a_message_its_own_encoder_refuses_as_a_finding():
     """A decoder that accepts what no encoder writes (here: a map keyed by an array, which
     decodes to a tuple key) hands the next hop a message it cannot send."""
-    from reference_codec import ReferenceCodec
-
     from conformance.plugin import CodecUnderTest, _capabilities
+    from reference_codec import ReferenceCodec
 
     class KeepsTupleKeys(ReferenceCodec):
         def decode(self, frames):

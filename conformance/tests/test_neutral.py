@@ -27,9 +27,9 @@ import strategies
 from conformance.equivalence import compare
 from conformance.neutral import SAFE_INT_MAX, dumps_canonical, from_neutral, schema_types, to_neutral
 from conformance.properties import MESSAGE_TAGS
+from reference_codec import samples
 from reference_codec.dtypes import ARRAY_TYPECODES, TORCH_DTYPES
 from reference_codec.schema import MESSAGE_TYPES, Int128, Modality, ProfileReqType
-from reference_codec import samples
 
 
 def _f64(bits: str) -> float:

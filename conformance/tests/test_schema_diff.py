@@ -72,8 +72,8 @@ def test_removed_and_added_messages_are_reported():
 
 
 def test_command_line_exits_non_zero_on_a_breaking_change(capsys, monkeypatch):
-    import types
     import sys
+    import types
 
     v2 = _version(("input_ids", list), ("priority", Optional[int], None), ("session_id", Optional[str], None), ("lora_id", Optional[str], None))
     module = types.ModuleType("fake_schemas")

@@ -13,8 +13,8 @@ import sys
 import pytest
 import torch
 
-from conformance.failures import CodecRaised, PropertyFailure, distinct_differences, fold_numbers, summarise
 from conformance.equivalence import differences
+from conformance.failures import CodecRaised, PropertyFailure, distinct_differences, fold_numbers, summarise
 from conformance.shrinking import BUDGETS
 from reference_codec import samples
 from reference_codec import schema as s

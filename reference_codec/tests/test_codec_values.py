@@ -14,7 +14,6 @@ import torch
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s
 from reference_codec.dtypes import TORCH_DTYPES
-
 from reference_codec.samples import batch_token_id_output, body_with_feature, minimal, tensor_ext
 
 V1 = ReferenceCodec()

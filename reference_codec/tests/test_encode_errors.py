@@ -10,7 +10,6 @@ import torch
 
 from reference_codec import EncodeError, ReferenceCodec
 from reference_codec import schema as s
-
 from reference_codec.samples import batch_token_id_output, minimal
 
 V1 = ReferenceCodec()

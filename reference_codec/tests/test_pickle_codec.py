@@ -8,7 +8,6 @@ import torch
 
 from reference_codec import DecodeError, PickleCodec
 from reference_codec import schema as s
-
 from reference_codec.samples import batch_token_id_output, minimal
 
 

@@ -12,7 +12,6 @@ from conformance.codecs.sglang import SGLangCodec, sglang_available
 from conformance.equivalence import assert_equivalent
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s
-
 from reference_codec.samples import batch_token_id_output, minimal
 
 pytestmark = pytest.mark.skipif(not sglang_available(), reason="SGLang 0.5.23 is not installed (tox -e sglang)")

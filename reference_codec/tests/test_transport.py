@@ -11,7 +11,6 @@ import zmq
 import zmq.asyncio
 
 from reference_codec import PickleCodec, ReferenceCodec, transport
-
 from reference_codec.samples import batch_token_id_output
 
 CODECS = [ReferenceCodec(), ReferenceCodec(out_of_band_threshold=1024), PickleCodec(), PickleCodec(out_of_band=True)]

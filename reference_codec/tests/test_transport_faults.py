@@ -20,7 +20,6 @@ import zmq
 
 from reference_codec import ReferenceCodec, transport
 from reference_codec import schema as s
-
 from reference_codec.samples import batch_token_id_output, minimal
 
 V2 = ReferenceCodec(out_of_band_threshold=1024)

@@ -9,7 +9,6 @@ import torch
 
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s
-
 from reference_codec.samples import minimal
 
 V1 = ReferenceCodec()

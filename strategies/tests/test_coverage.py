@@ -10,8 +10,8 @@ from typing import List, Optional, Union
 
 import msgspec
 
-from strategies import coverage
 from reference_codec.schema import BatchTokenIDOutput, TokenizedGenerateReqInput
+from strategies import coverage
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ from hypothesis import Phase, given, settings
 from hypothesis.errors import InvalidArgument
 
 import strategies
-from strategies import profiles
 from reference_codec.schema import FlushCacheReqInput, GetInternalStateReqOutput
+from strategies import profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,14 +17,13 @@ import torch
 import zmq
 
 from conformance.equivalence import compare
-from conformance.plugin import load_codec
-from conformance.live import PipelineError, compare_results, generate_workload, run_pipeline
-from conformance.live import sampler, tokenizer
+from conformance.live import PipelineError, compare_results, generate_workload, run_pipeline, sampler, tokenizer
 from conformance.live.client import drive, split_rows
 from conformance.live.detokenizer import Detokenizer
 from conformance.live.model import TinyLM
 from conformance.live.scheduler import Scheduler
 from conformance.live.workload import JUNK_FRAME
+from conformance.plugin import load_codec
 from reference_codec import schema as s
 
 WORKLOAD = generate_workload(12, seed=0)

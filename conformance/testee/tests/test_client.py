@@ -33,9 +33,8 @@ from conformance.testee.client import (
     TesteeTimeout,
     TesteeUnsupported,
 )
-from reference_codec import EncodeError, ReferenceCodec
+from reference_codec import EncodeError, ReferenceCodec, samples
 from reference_codec.schema import MESSAGE_TYPES
-from reference_codec import samples
 
 ROOT = str(Path(__file__).resolve().parents[3])
 REFERENCE = [sys.executable, "-m", "conformance.testee.reference_testee"]

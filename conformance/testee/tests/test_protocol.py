@@ -23,8 +23,7 @@ from conformance.testee.protocol import (
     write_message,
 )
 from conformance.testee.reference_testee import ReferenceTestee
-from reference_codec import ReferenceCodec
-from reference_codec import samples
+from reference_codec import ReferenceCodec, samples
 
 PROTOCOL_MD = Path(__file__).resolve().parents[2] / "PROTOCOL.md"
 
