@@ -214,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("run", help="run the benchmarks, write the table, gate when a baseline is given")
-    p.add_argument("--out-dir", default="reports")
+    p.add_argument("--out-dir", default="reports", help="where the JSON results and the markdown table go (default reports)")
     p.add_argument("--full", action="store_true", help="single tensors up to 256 MiB (default: up to IPC_BENCH_MAX_TENSOR or 64 MiB)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--baseline", default=os.environ.get("BENCH_BASELINE") or None, help="baseline JSON (env BENCH_BASELINE)")
@@ -227,20 +227,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to pytest")
 
     p = sub.add_parser("report", help="the README markdown table of one pytest-benchmark JSON")
-    p.add_argument("results")
-    p.add_argument("--out")
+    p.add_argument("results", help="a pytest-benchmark JSON file")
+    p.add_argument("--out", help="write the table here (default: print it)")
     p.add_argument("--command", help="the command line to print above the table")
 
     p = sub.add_parser("gate", help="compare two pytest-benchmark JSON files; exit 1 on a regression")
-    p.add_argument("baseline")
-    p.add_argument("current")
+    p.add_argument("baseline", help="the base commit's pytest-benchmark JSON")
+    p.add_argument("current", help="this commit's pytest-benchmark JSON")
     _add_gate_options(p)
 
     p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
-    p.add_argument("--ref", required=True)
-    p.add_argument("--out", default=os.path.join("reports", "bench-baseline.json"))
-    p.add_argument("--full", action="store_true")
-    p.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    p.add_argument("--ref", required=True, help="the git ref whose codec to measure")
+    p.add_argument("--out", default=os.path.join("reports", "bench-baseline.json"), help="where to write its JSON (default reports/bench-baseline.json)")
+    p.add_argument("--full", action="store_true", help="single tensors up to 256 MiB, as for run --full")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to pytest")
     return parser
 
 

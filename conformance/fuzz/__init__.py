@@ -6,5 +6,5 @@
 * :mod:`.loop` runs millions of inputs in watched worker processes (``python -m conformance.fuzz``);
 * :mod:`.minimise` shrinks the loop's findings, :mod:`.findings` saves them as ``n_`` golden vectors.
 
-The Hypothesis form of the same properties is ``conformance/suite/test_fuzz.py``.
+The Hypothesis form of the same properties is ``conformance/suite/test_bad_input.py``.
 """

@@ -51,9 +51,8 @@ class BrokenTestee:
 
     def reference(self):
         if self._reference is None:
-            from reference_codec import ReferenceCodec
-
             from conformance.testee.reference_testee import ReferenceTestee
+            from reference_codec import ReferenceCodec
 
             self._reference = ReferenceTestee(name=self.name)
             if self.mode == "drop-device":
@@ -96,7 +95,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="A deliberately misbehaving testee (see the module docstring).")
     group = parser.add_mutually_exclusive_group(required=True)
     for mode in MODES:
-        group.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode)
+        group.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode, help=f"misbehave this way: {mode.replace('-', ' ')}")
     parser.add_argument("--only-marker", action="store_true", help="misbehave only on a decode request for MARKER")
     parser.add_argument("--exit-code", type=int, default=70, help="exit status of --crash-on-decode (default 70)")
     args = parser.parse_args(argv)

@@ -52,8 +52,8 @@ def _one_run(kind: str, total: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--messages", type=int, default=20000)
+    parser.add_argument("--runs", type=int, default=3, help="repetitions per transport (default 3)")
+    parser.add_argument("--messages", type=int, default=20000, help="messages per run (default 20000)")
     args = parser.parse_args()
     print(f"libzmq {zmq.zmq_version()}, pyzmq {zmq.__version__}")
     for kind in ("ipc", "tcp"):
