@@ -118,13 +118,16 @@ class PropertyFailure(AssertionError):
 
     @property
     def headline(self) -> str:
+        return _one_line(self._full_headline())
+
+    def _full_headline(self) -> str:
         if not self.what:
-            return _one_line(self.text)
+            return self.text.strip().splitlines()[0] if self.text.strip() else ""
         line = f"[{self.codec}] {self.what}" if self.codec else self.what
         if self.differences:
             first = self.differences[0]
             line += f": {first.reason} at {first.path_shape or first.path}"
-        return _one_line(line)
+        return " ".join(line.split())
 
     @property
     def signature(self) -> str:
@@ -152,6 +155,9 @@ class PropertyFailure(AssertionError):
 
     def render(self) -> str:
         lines = [self.headline]
+        full = self._full_headline()
+        if full != self.headline:  # cut to fit one line: the rest is often the point (a decoder's message)
+            lines.append(f"  in full: {full[:2000]}")
         if not self.what and "\n" in self.text.strip():
             lines += self.text.strip().splitlines()[1:]
         if self.differences:
