@@ -84,10 +84,23 @@ codec's), ``expected`` the reference's. At every position:
 12. **numpy scalars** (``np.generic``): the same type (rule 1), the same dtype
     (``dtype.str`` and ``dtype.descr``; datetime units included) and the same
     bytes (``tobytes()``).
-13. **Anything else**: the same type and ``expected == actual`` is true. A
-    type without a value ``__eq__`` therefore only equals itself. Subclasses
-    of ``numpy.ndarray`` and of ``torch.Tensor`` (other than ``Parameter``)
-    have no rule and raise ``TypeError``: the state they add is unknown here.
+13. **Mappings that are not dicts** (``collections.abc.Mapping``: a
+    ``UserDict``, ``MappingProxyType``, an engine's ``UserDict`` subclass): the
+    same class (rule 1), then as rule 5, keys in order and values. Their own
+    ``==`` is not used: it may raise (on tensors) or call unequal things equal.
+14. **Registered types** (:func:`register_rule`): the value the type's rule
+    projects (its fields, say) is compared under these same rules, the path
+    going on below it.
+15. **Objects without a value** ``__eq__`` (the class keeps ``object.__eq__``):
+    the same class, then their attributes (``__dict__``, then ``__slots__``
+    in class order) by name (``$.name``): the same names in the same order and
+    equivalent values. Identity is not a value: two such objects with equal
+    attributes are equivalent. An object with no attributes at all (a
+    function, a C type such as ``torch.dtype``) equals only itself.
+16. **Anything else**: the same type and ``expected == actual`` is true.
+    Subclasses of ``numpy.ndarray`` and of ``torch.Tensor`` (other than
+    ``Parameter``) have no rule and raise ``TypeError``: the state they add
+    is unknown here.
 
 ``differences(expected, actual, limit=N)`` walks the same way but does not
 stop at the first failing check: it records it, does not descend into that
@@ -151,6 +164,7 @@ C-contiguous), which is why the expected value should be what pickle
 
 from __future__ import annotations
 
+import collections.abc
 import ctypes
 import ctypes.util
 import dataclasses
@@ -173,6 +187,7 @@ import torch
 __all__ = [
     "compare",
     "differences",
+    "register_rule",
     "assert_equivalent",
     "Difference",
     "Normalisation",
@@ -385,6 +400,33 @@ def assert_equivalent(
     difference = compare(expected, actual, normalisations=normalisations)
     if difference is not None:
         raise AssertionError(f"{difference} [{context}]" if context else str(difference))
+
+
+def register_rule(cls: type, project: Callable[[Any], Any]) -> None:
+    """Compare instances of exactly ``cls`` by ``project(instance)``, under the rules above.
+
+    For a type whose own ``==`` is missing or misleading (an engine's result
+    wrapper, a class with a cache attribute that is not part of its value):
+    ``register_rule(UtilityResult, lambda r: r.result)``. Both sides are
+    projected; the projection is compared with every rule, the path going on
+    below it. The exact type is still checked first (rule 1). Registering a
+    type twice replaces its rule; a rule for a type this module already has a
+    rule for (``list``, ``torch.Tensor``, ...) raises ``ValueError``: the
+    contract for those is fixed.
+
+    Raises
+    ------
+    TypeError
+        ``cls`` is not a class or ``project`` is not callable.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"register_rule needs a class, got {cls!r}")
+    if not callable(project):
+        raise TypeError(f"register_rule needs a callable projection, got {project!r}")
+    if cls in _FIXED or cls in _EXACT or cls is float or issubclass(cls, msgspec.Struct):
+        raise ValueError(f"{cls.__qualname__} has a fixed rule in the equivalence contract; it cannot be replaced")
+    _PROJECTIONS[cls] = project
+    _HANDLERS.pop(cls, None)  # a handler resolved before registration would hide the rule
 
 
 # --- normalisation bookkeeping ------------------------------------------------
@@ -832,6 +874,41 @@ def _dataclass(walk: _Walk, e: Any, a: Any, path: Any) -> Optional[Difference]:
     return None
 
 
+def _mapping(walk: _Walk, e: Mapping, a: Mapping, path: Any) -> Optional[Difference]:
+    """A Mapping that is not a dict: compared as a dict of its items (its class already matched)."""
+    return _dict(walk, dict(e.items()), dict(a.items()), path)
+
+
+def _projected(walk: _Walk, e: Any, a: Any, path: Any) -> Optional[Difference]:
+    project = _PROJECTIONS[type(e)]
+    walk.stack.append((project(e), project(a), path))
+    return None
+
+
+def _attribute_names(x: Any) -> List[str]:
+    names = list(vars(x)) if hasattr(x, "__dict__") else []
+    for klass in type(x).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in ("__dict__", "__weakref__") and slot not in names and hasattr(x, slot):
+                names.append(slot)
+    return names
+
+
+def _attributes(walk: _Walk, e: Any, a: Any, path: Any) -> Optional[Difference]:
+    """An object whose class has no value ``__eq__``: compared by its attributes."""
+    ne, na = _attribute_names(e), _attribute_names(a)
+    if not ne and not na:  # nothing to compare (a C type, a function): only identity, as ``==`` says
+        return _by_value(walk, e, a, path)
+    if ne != na:
+        missing = [n for n in ne if n not in na]
+        unexpected = [n for n in na if n not in ne]
+        detail = ", ".join(p for p in (f"missing {missing}" if missing else "", f"unexpected {unexpected}" if unexpected else "") if p)
+        return _difference(path, f"attributes differ: {detail or 'order differs'}", _Text(str(ne)), _Text(str(na)))
+    if ne and walk.enter(e, a):
+        walk.push_items([getattr(e, n) for n in ne], [getattr(a, n) for n in na], ne, path)
+    return None
+
+
 def _enum(walk: _Walk, e: enum.Enum, a: enum.Enum, path: Any) -> Optional[Difference]:
     if e is not a:
         return _difference(path, "enum member differs", e, a)
@@ -1123,6 +1200,9 @@ def _tensor_value_difference(
 
 # --- dispatch ---------------------------------------------------------------------
 
+#: Rules registered with :func:`register_rule`, by exact class.
+_PROJECTIONS: Dict[type, Callable[[Any], Any]] = {}
+
 _HANDLERS: Dict[type, Handler] = {
     list: _sequence,
     tuple: _sequence,
@@ -1139,6 +1219,8 @@ _HANDLERS: Dict[type, Handler] = {
 
 def _resolve_handler(t: type) -> Handler:
     """The rule for a type not in ``_HANDLERS``; the order matters (np.float64 is a float, IntEnum an int)."""
+    if t in _PROJECTIONS:
+        return _projected
     if issubclass(t, msgspec.Struct):
         return _struct
     if issubclass(t, enum.Enum):
@@ -1161,4 +1243,11 @@ def _resolve_handler(t: type) -> Handler:
         return _float_subclass
     if issubclass(t, complex):
         return _complex
+    if issubclass(t, collections.abc.Mapping):
+        return _mapping
+    if t.__eq__ is object.__eq__:
+        return _attributes
     return _by_value
+
+#: Types whose rule is part of the contract itself (see :func:`register_rule`).
+_FIXED = frozenset(_HANDLERS)

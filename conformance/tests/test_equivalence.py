@@ -786,3 +786,71 @@ def test_a_difference_has_its_path_shape_with_indices_and_keys_folded():
     base = samples.minimal(s.BatchStrOutput)
     (d,) = equivalence.differences(msgspec.structs.replace(base, rids=["a"]), msgspec.structs.replace(base, rids=["b"]))
     assert (d.path, d.path_shape) == ("$.rids[0]", "$.rids[*]")
+
+
+# --- mappings that are not dicts, objects without __eq__, registered rules ---------
+
+
+class _Items(collections.UserDict):
+    """A UserDict subclass, as an engine's multimodal item is."""
+
+
+class _Plain:
+    """No value ``__eq__``: only identity, by Python's rules."""
+
+    def __init__(self, result, note=""):
+        self.result = result
+        self.note = note
+
+
+class _Slotted:
+    __slots__ = ("x", "y")
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+class _Cached:
+    def __init__(self, value):
+        self.value = value
+        self.cache = object()  # not part of the value
+
+    def __eq__(self, other):  # pragma: no cover - the registered rule is used instead
+        raise AssertionError("the contract must not call this")
+
+
+def test_a_mapping_that_is_not_a_dict_is_compared_as_one_with_its_class():
+    assert compare(_Items(a=torch.ones(2), b=(1,)), _Items(a=torch.ones(2), b=(1,))) is None
+    d = compare(_Items(a=torch.ones(2, requires_grad=True)), _Items(a=torch.ones(2)))
+    assert (d.path, d.reason) == ("$['a']", "tensor requires_grad differs")  # UserDict's own == raises on tensors
+    assert compare(_Items(a=1), collections.UserDict(a=1)).reason.startswith("type differs")
+    assert compare(_Items(a=1, b=2), _Items(b=2, a=1)).reason == "dict key order differs"
+
+
+def test_objects_without_eq_compare_by_their_attributes():
+    assert compare(_Plain([1.0, -0.0]), _Plain([1.0, -0.0])) is None  # equal values, other identities
+    d = compare(_Plain([1.0, -0.0]), _Plain([1.0, 0.0]))
+    assert (d.path, d.reason) == ("$.result[1]", "float bits differ")
+    assert compare(_Slotted(1, (2,)), _Slotted(1, [2])).path == "$.y"
+    extra = _Plain(1)
+    extra.more = 2
+    assert compare(_Plain(1), extra).reason == "attributes differ: unexpected ['more']"
+    assert compare(torch.float32, torch.float32) is None and compare(torch.float32, torch.float64) is not None
+    f, g = (lambda: 1), (lambda: 1)
+    assert compare(f, f) is None and compare(f, g) is not None  # nothing to compare: identity only
+
+
+def test_a_registered_rule_compares_what_it_projects():
+    equivalence.register_rule(_Cached, lambda c: c.value)
+    try:
+        assert compare(_Cached((1, 2)), _Cached((1, 2))) is None
+        d = compare(_Cached((1, 2)), _Cached([1, 2]))
+        assert (d.path, d.reason) == ("$", "type differs: list instead of tuple")
+        assert compare(_Cached(1), _Plain(1)).reason.startswith("type differs")
+    finally:
+        equivalence._PROJECTIONS.pop(_Cached, None)
+        equivalence._HANDLERS.pop(_Cached, None)
+    with pytest.raises(ValueError, match="fixed rule"):
+        equivalence.register_rule(list, list)
+    with pytest.raises(TypeError, match="callable"):
+        equivalence.register_rule(_Cached, None)
