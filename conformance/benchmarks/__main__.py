@@ -236,6 +236,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("current", help="this commit's pytest-benchmark JSON")
     _add_gate_options(p)
 
+    p = sub.add_parser("verdict", help="time python -m conformance to a complete verdict, once per implementation; a markdown table")
+    p.add_argument("--run", action="append", required=True, metavar="SPEC [ARGS]", help="a codec spec and optional suite arguments, e.g. 'sglang' or 'reference --profile dev'; repeatable")
+    p.add_argument("--out", help="also write the table here (e.g. docs/verdict-times.md)")
+    p.add_argument("--workers", type=int, default=2, help="xdist workers of each run (default 2)")
+
     p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
     p.add_argument("--ref", required=True, help="the git ref whose codec to measure")
     p.add_argument("--out", default=os.path.join("reports", "bench-baseline.json"), help="where to write its JSON (default reports/bench-baseline.json)")
@@ -257,6 +262,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _gate(args.baseline, args.current, args)
     if args.cmd == "baseline":
         return make_baseline(args.ref, args.out, _strip_dashes(args.pytest_args), args.full)
+    if args.cmd == "verdict":
+        from .verdict_times import main_verdict
+
+        return main_verdict(args.run, args.out, args.workers)
 
     with contextlib.ExitStack() as stack:
         return _run(args, stack)

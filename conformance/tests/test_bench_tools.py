@@ -412,3 +412,13 @@ def test_the_candidate_column_measures_the_codec_named_in_the_environment(monkey
         assert candidate.decode(frames) == msg
     finally:
         codecs.get_codec.cache_clear()
+
+
+def test_verdict_times_runs_the_suite_and_tabulates_its_closing_line():
+    from conformance.benchmarks.verdict_times import measure, render
+
+    timed = measure("reference -k 'golden and y_abort_req'")
+    assert timed.exit_status == 0 and timed.seconds > 0
+    assert timed.closing_line.startswith("CONFORMANCE SUITE PASSED: 1 successes")
+    table = render([timed], "python -m conformance.benchmarks verdict --run reference")
+    assert "commit " in table.splitlines()[0] and "| `python -m conformance --codec reference -n 2 -k 'golden and y_abort_req'` |" in table

@@ -1,0 +1,108 @@
+"""Time to a complete verdict: how long ``python -m conformance`` takes for each of several implementations.
+
+``python -m conformance.benchmarks verdict --run reference --run sglang --out docs/verdict-times.md``
+runs the suite once per ``--run`` (``SPEC [more arguments]``, e.g.
+``"reference --profile dev"``), one after the other with ``-n 2``, and writes a
+markdown table: the command, its closing line and its wall time, with the
+commit, the machine and the date above it. A figure for a failing
+implementation is the point: the suite must say *no* in minutes too.
+
+It measures; it gates nothing (a timed test would be flaky on shared
+machines). The run's own JSON reports go to a temporary directory.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+__all__ = ["VerdictTime", "measure", "render", "main_verdict"]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@dataclass(frozen=True)
+class VerdictTime:
+    command: str
+    closing_line: str
+    seconds: float
+    exit_status: int
+
+
+def _closing_line(stdout: str) -> str:
+    lines = [line for line in stdout.splitlines() if line.startswith("CONFORMANCE SUITE")]
+    return lines[-1] if lines else "(no closing line)"
+
+
+def measure(run: str, *, workers: int = 2, timeout: Optional[float] = None) -> VerdictTime:
+    """Run ``python -m conformance --codec SPEC -n WORKERS [more arguments]`` once and time it."""
+    spec, *extra = shlex.split(run)
+    argv = ["--codec", spec, "-n", str(workers), *extra]
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "conformance", *argv, "--report", os.path.join(tmp, "report.json")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+        )
+        seconds = time.perf_counter() - start
+    return VerdictTime("python -m conformance " + shlex.join(argv), _closing_line(done.stdout), seconds, done.returncode)
+
+
+def _commit() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return rev + (" (with uncommitted changes)" if dirty else "")
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def render(times: Sequence[VerdictTime], command: str) -> str:
+    head = (
+        f"Measured one after the other on {_cpu()} ({os.cpu_count()} cores), Python {platform.python_version()}, "
+        f"commit {_commit()}, {datetime.datetime.now().isoformat(timespec='seconds')}.\n"
+        f"Command: `{command}`\n\n"
+    )
+    rows = ["| command | verdict | wall time |", "|---|---|---|"]
+    for t in times:
+        rows.append(f"| `{t.command}` | `{t.closing_line}` | {t.seconds:.1f} s |")
+    return head + "\n".join(rows) + "\n"
+
+
+def main_verdict(runs: List[str], out: Optional[str], workers: int) -> int:
+    """The ``verdict`` subcommand: measure every run, print the table, write it to ``out``."""
+    times = []
+    for run in runs:
+        print(f"measuring: {run}", flush=True)
+        times.append(measure(run, workers=workers))
+        print(f"  {times[-1].seconds:.1f} s: {times[-1].closing_line}", flush=True)
+    command = "python -m conformance.benchmarks verdict " + " ".join(f"--run {shlex.quote(r)}" for r in runs) + (f" --out {out}" if out else "")
+    text = render(times, command)
+    print(text, end="")
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {out}")
+    return 0 if all(t.closing_line != "(no closing line)" for t in times) else 1
