@@ -10,19 +10,28 @@ a :class:`~reference_codec.DecodeError`.
 
 from __future__ import annotations
 
+import warnings
 from array import array
-from typing import Any, List, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
 
 from .devices import MapLocation, check_device_text, resolve_device
-from .dtypes import ARRAY_TYPECODES, numpy_dtype_from_wire, numpy_dtype_to_wire, torch_dtype_from_name, torch_dtype_name
+from .dtypes import ARRAY_TYPECODES, TORCH_DTYPES, numpy_dtype_from_wire, numpy_dtype_to_wire, torch_dtype_from_name, torch_dtype_name
 from .limits import DecodeLimits
 
 __all__ = [
     "tensor_to_wire",
     "tensor_from_wire",
+    "TensorLayout",
+    "tensor_layout",
+    "tensor_from_layout",
+    "NdarrayLayout",
+    "ndarray_layout",
+    "ndarray_from_layout",
+    "array_layout",
+    "array_from_layout",
     "ndarray_to_wire",
     "ndarray_from_wire",
     "array_to_wire",
@@ -32,6 +41,19 @@ __all__ = [
 ]
 
 _EMPTY = memoryview(b"")
+
+
+def _carrier(dtype: torch.dtype) -> Tuple[np.dtype, Optional[torch.dtype]]:
+    """``(numpy dtype, None)`` where ``torch.from_numpy`` gives ``dtype``, else ``(unsigned of the same size, dtype)`` to view as."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # complex32 warns that it is experimental
+        try:
+            return torch.empty(0, dtype=dtype).numpy().dtype, None
+        except TypeError:  # bfloat16, float8, complex32: no numpy counterpart
+            return np.dtype(f"u{dtype.itemsize}"), dtype
+
+
+_CARRIERS = {dtype: _carrier(dtype) for dtype in TORCH_DTYPES.values()}
 
 
 def _element_count(shape: object, limits: DecodeLimits) -> Tuple[List[int], int]:
@@ -47,14 +69,34 @@ def _element_count(shape: object, limits: DecodeLimits) -> Tuple[List[int], int]
     return list(shape), count
 
 
-def _check_length(shape: List[int], count: int, itemsize: int, raw: memoryview, limits: DecodeLimits) -> None:
+def _checked_size(shape: List[int], count: int, itemsize: int, limits: DecodeLimits) -> int:
+    """``count * itemsize``, refused before anything is allocated when over the limit."""
     expected = count * itemsize
     if expected > limits.max_buffer_bytes:
         raise ValueError(f"buffer of {expected} bytes exceeds the limit of {limits.max_buffer_bytes}")
+    return expected
+
+
+def _check_length(shape: Tuple[int, ...], expected: int, itemsize: int, raw: memoryview) -> None:
     if expected != len(raw):
-        raise ValueError(
-            f"shape {shape} x itemsize {itemsize} = {expected} bytes, but the buffer carries {len(raw)}"
-        )
+        raise ValueError(f"shape {list(shape)} x itemsize {itemsize} = {expected} bytes, but the buffer carries {len(raw)}")
+
+
+def _host_values(raw: memoryview, dtype: np.dtype, shape: Tuple[int, ...], writable: bool) -> np.ndarray:
+    """``raw`` as an array of ``dtype`` and ``shape``: in place when writable and aligned, else copied once.
+
+    The copy is numpy's own allocation: aligned, and for large buffers backed by
+    transparent huge pages where the kernel allows (numpy advises them), which
+    costs a fraction of the page faults of a ``bytearray`` of the same size.
+    An unaligned view would be legal for numpy and torch on x86, but kernels
+    elsewhere may assume alignment, so a misaligned in-band buffer is copied.
+    The copy is of the bytes, not the items: numpy copies a structured dtype
+    field by field and would leave its padding bytes unset.
+    """
+    values = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    if writable and values.flags.aligned:
+        return values
+    return np.frombuffer(raw, dtype=np.uint8).copy().view(dtype).reshape(shape)
 
 
 def _byte_view(values: np.ndarray) -> memoryview:
@@ -91,9 +133,24 @@ def tensor_to_wire(tensor: torch.Tensor) -> Tuple[list, memoryview]:
     return metadata, memoryview(flat.view(torch.uint8).numpy())  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ only for Python >= 3.12; mypy checks 3.11
 
 
-def tensor_from_wire(
-    metadata: object, raw: memoryview, writable: bool, limits: DecodeLimits, map_location: MapLocation
-) -> torch.Tensor:
+class TensorLayout(NamedTuple):
+    """Validated tensor metadata: everything but the bytes (see :func:`tensor_layout`)."""
+
+    shape: Tuple[int, ...]
+    nbytes: int
+    dtype: torch.dtype
+    carrier: np.dtype  # a numpy dtype of the same itemsize that torch.from_numpy accepts
+    view_as: Optional[torch.dtype]  # dtype when the carrier is a stand-in for it (bfloat16, float8, complex32)
+    device: Optional[torch.device]  # None: the CPU
+    requires_grad: bool
+
+
+def tensor_layout(metadata: object, limits: DecodeLimits, map_location: MapLocation) -> TensorLayout:
+    """Validate tensor metadata ``[shape, dtype, device(, True)]``; ``ValueError`` with a plain reason.
+
+    A pure function of its arguments (for a ``map_location`` that is not a
+    callable), so a decoder may keep the result for metadata it sees again.
+    """
     if not isinstance(metadata, (list, tuple)) or len(metadata) not in (3, 4):
         raise ValueError(f"tensor metadata must be [shape, dtype, device(, requires_grad)], got {metadata!r:.80}")
     shape, count = _element_count(metadata[0], limits)
@@ -106,22 +163,33 @@ def tensor_from_wire(
         if not (dtype.is_floating_point or dtype.is_complex):
             raise ValueError(f"a {metadata[1]} tensor cannot require grad")
         requires_grad = True
-    _check_length(shape, count, dtype.itemsize, raw, limits)
+    nbytes = _checked_size(shape, count, dtype.itemsize, limits)
     device = resolve_device(wire_device, map_location)
-    if count == 0:
-        tensor = torch.empty(shape, dtype=dtype)
+    carrier, view_as = _CARRIERS[dtype]
+    return TensorLayout(tuple(shape), nbytes, dtype, carrier, view_as, None if device.type == "cpu" else device, requires_grad)
+
+
+def tensor_from_layout(layout: TensorLayout, raw: memoryview, writable: bool) -> torch.Tensor:
+    """The tensor ``raw`` holds: a view of ``raw`` when it is writable and aligned, else one copy."""
+    _check_length(layout.shape, layout.nbytes, layout.dtype.itemsize, raw)
+    if layout.nbytes == 0:
+        tensor = torch.empty(layout.shape, dtype=layout.dtype)
     else:
-        source = raw if writable else bytearray(raw)
-        # the length check above makes the buffer a whole number of elements,
-        # so frombuffer can read the dtype directly (one view fewer per tensor)
-        tensor = torch.frombuffer(source, dtype=dtype)
-        if len(shape) != 1:
-            tensor = tensor.reshape(shape)
-    if device.type != "cpu":
-        tensor = tensor.to(device)
-    if requires_grad:
+        tensor = torch.from_numpy(_host_values(raw, layout.carrier, layout.shape, writable))
+        if layout.view_as is not None:
+            tensor = tensor.view(layout.view_as)
+    if layout.device is not None:
+        tensor = tensor.to(layout.device)
+    if layout.requires_grad:
         tensor.requires_grad_(True)
     return tensor
+
+
+def tensor_from_wire(
+    metadata: object, raw: memoryview, writable: bool, limits: DecodeLimits, map_location: MapLocation
+) -> torch.Tensor:
+    """:func:`tensor_layout` then :func:`tensor_from_layout`."""
+    return tensor_from_layout(tensor_layout(metadata, limits, map_location), raw, writable)
 
 
 # --- numpy.ndarray ----------------------------------------------------------
@@ -138,16 +206,34 @@ def ndarray_to_wire(values: np.ndarray) -> Tuple[list, memoryview]:
     return [shape, dtype_wire], _byte_view(values)
 
 
-def ndarray_from_wire(metadata: object, raw: memoryview, writable: bool, limits: DecodeLimits) -> np.ndarray:
+class NdarrayLayout(NamedTuple):
+    """Validated ndarray metadata (see :func:`ndarray_layout`)."""
+
+    shape: Tuple[int, ...]
+    nbytes: int
+    dtype: np.dtype
+
+
+def ndarray_layout(metadata: object, limits: DecodeLimits) -> NdarrayLayout:
+    """Validate ndarray metadata ``[shape, dtype]``; ``ValueError`` with a plain reason."""
     if not isinstance(metadata, (list, tuple)) or len(metadata) != 2:
         raise ValueError(f"ndarray metadata must be [shape, dtype], got {metadata!r:.80}")
     shape, count = _element_count(metadata[0], limits)
     dtype = numpy_dtype_from_wire(metadata[1])
-    _check_length(shape, count, dtype.itemsize, raw, limits)
-    if count == 0:
-        return np.empty(shape, dtype=dtype)
-    source = raw if writable else bytearray(raw)
-    return np.frombuffer(source, dtype=dtype).reshape(shape)
+    return NdarrayLayout(tuple(shape), _checked_size(shape, count, dtype.itemsize, limits), dtype)
+
+
+def ndarray_from_layout(layout: NdarrayLayout, raw: memoryview, writable: bool) -> np.ndarray:
+    """The array ``raw`` holds: a view of ``raw`` when it is writable and aligned, else one copy."""
+    _check_length(layout.shape, layout.nbytes, layout.dtype.itemsize, raw)
+    if layout.nbytes == 0:
+        return np.empty(layout.shape, dtype=layout.dtype)
+    return _host_values(raw, layout.dtype, layout.shape, writable)
+
+
+def ndarray_from_wire(metadata: object, raw: memoryview, writable: bool, limits: DecodeLimits) -> np.ndarray:
+    """:func:`ndarray_layout` then :func:`ndarray_from_layout`."""
+    return ndarray_from_layout(ndarray_layout(metadata, limits), raw, writable)
 
 
 # --- array.array ------------------------------------------------------------
@@ -159,9 +245,15 @@ def array_to_wire(values: array) -> Tuple[str, memoryview]:
     return values.typecode, memoryview(values).cast("B") if len(values) else _EMPTY
 
 
-def array_from_wire(typecode: object, raw: memoryview, limits: DecodeLimits) -> array:
+def array_layout(typecode: object, limits: DecodeLimits) -> str:
+    """Validate an ``array.array`` typecode; the layout is the typecode itself."""
     if not isinstance(typecode, str) or typecode not in ARRAY_TYPECODES:
         raise ValueError(f"unknown array typecode {typecode!r:.20}")
+    return typecode
+
+
+def array_from_layout(typecode: str, raw: memoryview, limits: DecodeLimits) -> array:
+    """The array ``raw`` holds, always a copy (``array.array`` owns its memory)."""
     itemsize = ARRAY_TYPECODES[typecode]
     if len(raw) % itemsize:
         raise ValueError(f"array('{typecode}') buffer of {len(raw)} bytes is not a multiple of itemsize {itemsize}")
@@ -170,6 +262,11 @@ def array_from_wire(typecode: object, raw: memoryview, limits: DecodeLimits) -> 
     result = array(typecode)
     result.frombytes(raw)
     return result
+
+
+def array_from_wire(typecode: object, raw: memoryview, limits: DecodeLimits) -> array:
+    """:func:`array_layout` then :func:`array_from_layout`."""
+    return array_from_layout(array_layout(typecode, limits), raw, limits)
 
 
 # --- numpy scalars ----------------------------------------------------------

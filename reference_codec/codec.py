@@ -32,6 +32,10 @@ _UINT_MAX = 2**64 - 1
 _UNTYPED_KEY_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
 _ENUMS_BY_NAME: Mapping[str, type] = {cls.__name__: cls for cls in ENUM_TYPES}
 _TYPED_BUFFERS = (torch.Tensor, np.ndarray, array)
+_IN_BAND_CODES = frozenset({wire.EXT_TORCH_TENSOR, wire.EXT_NDARRAY, wire.EXT_ARRAY})
+_OUT_OF_BAND_CODES = frozenset({wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY, wire.EXT_OOB_ARRAY})
+#: Distinct buffer metadata a codec keeps validated (see ``ReferenceCodec._buffer_layout``).
+_LAYOUT_CACHE_SIZE = 1024
 
 
 class _ExtFailure(Exception):
@@ -111,6 +115,9 @@ class ReferenceCodec:
         self.limits = limits
         self.map_location = map_location
         self._message_classes = frozenset(MESSAGE_TYPES.values())
+        # (ext code, metadata bytes) -> validated layout; off when map_location is a callable,
+        # whose answer may change from call to call
+        self._layouts: Optional[Dict[Tuple[int, bytes], Any]] = None if callable(map_location) else {}
         self._state = _CallState()
         self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
         self._decoder = msgspec.msgpack.Decoder(
@@ -364,11 +371,14 @@ class ReferenceCodec:
 
     def _ext_value(self, code: int, data: memoryview) -> Any:
         limits = self.limits
-        if code in (wire.EXT_TORCH_TENSOR, wire.EXT_NDARRAY, wire.EXT_ARRAY):
-            metadata, raw = _split_buffer(data)
-            return self._build_buffer(code, metadata, raw, writable=False)
-        if code in (wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY, wire.EXT_OOB_ARRAY):
-            metadata, index = _split_out_of_band(data)
+        if code in _IN_BAND_CODES:
+            layout, raw = self._buffer_layout(code, data, out_of_band=False)
+            # a writable body (bytearray, a ZeroMQ frame received with copy=False) is used in place
+            return self._build_buffer(code, layout, raw, writable=not data.readonly)
+        if code in _OUT_OF_BAND_CODES:
+            code -= wire.OUT_OF_BAND_OFFSET
+            layout, rest = self._buffer_layout(code, data, out_of_band=True)
+            index = wire.U32.unpack(rest)[0]
             # decode sets both first; used is None only with one frame, which the index check refuses
             views, used = cast(Sequence[Any], self._state.views), cast(List[bool], self._state.used)
             if not 1 <= index < len(views):
@@ -377,7 +387,7 @@ class ReferenceCodec:
                 raise ValueError(f"frame {index} is referenced twice")
             used[index] = True
             raw = views[index]
-            return self._build_buffer(code - wire.OUT_OF_BAND_OFFSET, metadata, raw, writable=not raw.readonly)
+            return self._build_buffer(code, layout, raw, writable=not raw.readonly)
         if code == wire.EXT_TUPLE:
             state = self._state
             state.depth += 1
@@ -414,12 +424,42 @@ class ReferenceCodec:
             raise ValueError("process-local handles are not accepted by the reference codec")
         raise ValueError(f"unknown ext code {code}")
 
-    def _build_buffer(self, code: int, metadata: object, raw: memoryview, writable: bool) -> Any:
+    def _buffer_layout(self, code: int, data: memoryview, out_of_band: bool) -> Tuple[Any, memoryview]:
+        """The validated layout of a buffer ext's metadata, and the payload after the metadata.
+
+        Validation is a pure function of the metadata bytes (limits and
+        ``map_location`` are fixed per codec), so its result is kept per distinct
+        metadata: a batch of tensors of a few shapes is validated a few times.
+        Only metadata that passed is kept; a callable ``map_location`` is
+        called for every tensor, as documented.
+        """
+        end = _metadata_end(data)
+        rest = data[end:]
+        if out_of_band and len(rest) != wire.U32.size:
+            raise ValueError(f"out-of-band payload must end in a 4-byte frame index, found {len(rest)} bytes")
+        cache = self._layouts
+        key = (code, bytes(data[wire.U32.size : end]))
+        layout = cache.get(key) if cache is not None else None
+        if layout is None:
+            metadata = msgspec.msgpack.decode(key[1])
+            if code == wire.EXT_TORCH_TENSOR:
+                layout = buffers.tensor_layout(metadata, self.limits, self.map_location)
+            elif code == wire.EXT_NDARRAY:
+                layout = buffers.ndarray_layout(metadata, self.limits)
+            else:
+                layout = buffers.array_layout(metadata, self.limits)
+            if cache is not None:
+                if len(cache) >= _LAYOUT_CACHE_SIZE:
+                    cache.clear()  # bounded whatever a peer sends; refilled by what recurs
+                cache[key] = layout
+        return layout, rest
+
+    def _build_buffer(self, code: int, layout: Any, raw: memoryview, writable: bool) -> Any:
         if code == wire.EXT_TORCH_TENSOR:
-            return buffers.tensor_from_wire(metadata, raw, writable, self.limits, self.map_location)
+            return buffers.tensor_from_layout(layout, raw, writable)
         if code == wire.EXT_NDARRAY:
-            return buffers.ndarray_from_wire(metadata, raw, writable, self.limits)
-        return buffers.array_from_wire(metadata, raw, self.limits)
+            return buffers.ndarray_from_layout(layout, raw, writable)
+        return buffers.array_from_layout(layout, raw, self.limits)
 
     def _decode_untyped(self, kind: str, value: object, path: Tuple) -> object:
         if kind == "set":
@@ -504,20 +544,19 @@ def _bigint_bytes(value: int) -> bytes:
     return value.to_bytes(magnitude.bit_length() // 8 + 1, "big", signed=True)
 
 
-def _split_buffer(data: memoryview) -> Tuple[object, memoryview]:
+def _metadata_end(data: memoryview) -> int:
+    """Where the metadata of a buffer-layout payload ends (see wire.py); ``ValueError`` when it cannot."""
     if len(data) < wire.U32.size:
         raise ValueError("buffer payload is shorter than its metadata length prefix")
     (size,) = wire.U32.unpack_from(data)
     end = wire.U32.size + size
     if end > len(data):
         raise ValueError(f"metadata length {size} runs past the end of the {len(data)}-byte payload")
+    return end
+
+
+def _split_buffer(data: memoryview) -> Tuple[object, memoryview]:
+    end = _metadata_end(data)
     return msgspec.msgpack.decode(data[wire.U32.size : end]), data[end:]
-
-
-def _split_out_of_band(data: memoryview) -> Tuple[object, int]:
-    metadata, rest = _split_buffer(data)
-    if len(rest) != wire.U32.size:
-        raise ValueError(f"out-of-band payload must end in a 4-byte frame index, found {len(rest)} bytes")
-    return metadata, wire.U32.unpack(rest)[0]
 
 
