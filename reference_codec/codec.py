@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from . import buffers, wire
+from .splice import SPLICE_MIN_BYTES, BufferSplicer
 from .devices import MapLocation
 from .errors import DecodeError, EncodeError, format_path
 from .limits import DecodeLimits
@@ -52,13 +53,15 @@ class _CallState(threading.local):
     Class attributes are each thread's starting values, so a call sets only what it uses:
     ``views``/``used`` (decode: the frames, and which out-of-band frames the body referenced),
     ``depth`` (decode: tuple ext nesting; always back to 0 when a call ends), ``frames``
-    (wire v2 encode: the buffers collected so far), ``failed`` (encode: the value the hook refused).
+    (wire v2 encode: the buffers collected so far), ``splicer`` (wire v1 encode: the large
+    buffers held back from msgspec), ``failed`` (encode: the value the hook refused).
     """
 
     views: Optional[Sequence[Any]] = None
     used: Optional[List[bool]] = None
     depth: int = 0
     frames: Optional[List[Any]] = None
+    splicer: Optional[BufferSplicer] = None
     failed: Any = None
 
 
@@ -142,18 +145,32 @@ class ReferenceCodec:
             raise EncodeError(
                 f"{type(msg).__qualname__} is not a message of the reference schema (see MESSAGE_TYPES)"
             )
+        state = self._state
         frames: Optional[Frames] = None
-        if self.out_of_band:  # the hooks collect buffers here; wire v1 needs no per-call state
-            self._state.frames = frames = [b""]
+        splicer: Optional[BufferSplicer] = None
+        if self.out_of_band:  # the hook collects buffers here, those inside untyped tuples too
+            state.frames = frames = [b""]
         try:
-            body = self._encoder.encode(map_positions(msg, self._encode_untyped))
+            wire_msg = map_positions(msg, self._encode_untyped)
+            if frames is None:
+                # the hook holds large buffers back here; only now, as a tuple's items are
+                # encoded into their ext payload above and a placeholder there could not be spliced
+                state.splicer = splicer = BufferSplicer()
+            body = self._encoder.encode(wire_msg)
+            if splicer is not None:
+                state.splicer = None
+                spliced = splicer.assemble(body)
+                if spliced is not None:
+                    return [spliced]
+                if splicer.holds_buffers():  # a placeholder went missing: encode the plain way
+                    body = self._encoder.encode(wire_msg)
         except EncodeError:
             raise
         except (TypeError, OverflowError, ValueError) as exc:
             raise self._locate_encode_error(msg, exc) from exc
         finally:
-            if frames is not None:
-                self._state.frames = None
+            state.frames = None
+            state.splicer = None
         if frames is None:
             return [body]
         frames[0] = body
@@ -203,6 +220,9 @@ class ReferenceCodec:
             frames.append(raw)
             payload = b"".join((wire.U32.pack(len(meta)), meta, wire.U32.pack(len(frames) - 1)))
             return msgspec.msgpack.Ext(wire.OUT_OF_BAND_OFFSET + code, payload)
+        splicer = self._state.splicer
+        if splicer is not None and len(raw) >= SPLICE_MIN_BYTES:
+            return splicer.placeholder(code, wire.U32.pack(len(meta)) + meta, raw)
         return msgspec.msgpack.Ext(code, b"".join((wire.U32.pack(len(meta)), meta, raw)))
 
     def _encode_untyped(self, kind: str, value: object, path: Tuple) -> object:

@@ -145,6 +145,37 @@ or ``customized_info`` (SGLang sends a pickled ``PickleWrapper`` there; the
 reference sends concrete structs), no tensor with ``requires_grad``, no
 structured numpy dtype, and no value that needs codes 64-68.
 
+Copies per buffer
+=================
+
+What each tensor, ndarray or array costs in copies of its raw bytes (the
+layout above is fixed; these are the reference's choices, tested in
+``reference_codec/tests/test_buffer_copies.py``). A tensor that is not
+contiguous, or not on the CPU, costs one more on encode (made contiguous,
+moved to the host); ``map_location`` to a device costs one more on decode.
+
+======================  ======================================================
+encode, wire v1         1 for a buffer of 64 KiB or more: written once into the
+                        frame (:mod:`reference_codec.splice`); 2 below that (the
+                        ext payload, then msgspec's output), where copies are
+                        cheaper than the splice
+encode, wire v2         0 out of band (the frame views the value's memory);
+                        in-band buffers as wire v1
+decode, v1 or v2        0 when the frame is writable and the bytes sit at an
+                        address aligned to the item size: the tensor or ndarray
+                        views the frame; 1 otherwise, into a numpy allocation
+                        (read-only ``bytes`` must not be aliased by a mutable
+                        tensor, and PyTorch kernels fault on misaligned storage:
+                        pytorch/pytorch#190043, #191238)
+decode ``array.array``  always 1 (an array owns its memory)
+======================  ======================================================
+
+A wire v1 frame whose large buffers were spliced is a writable ``memoryview``
+of a numpy ``uint8`` array rather than ``bytes``. Where a v1 buffer lands in
+the frame depends on the bytes before it, which the wire fixes, so whether a
+receiver decodes it in place depends on that offset and on where the receive
+buffer starts; a v2 frame holds nothing but the buffer.
+
 Decoding limits
 ===============
 
