@@ -106,6 +106,39 @@ def _byte_view(values: np.ndarray) -> memoryview:
 # --- torch.Tensor -----------------------------------------------------------
 
 
+#: dtypes whose tensors ``Tensor.numpy()`` can view (not bfloat16, float8 or complex32).
+_NUMPY_VIEWABLE = frozenset(
+    {
+        torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+        torch.uint16, torch.uint32, torch.uint64, torch.float16, torch.float32, torch.float64,
+        torch.complex64, torch.complex128,
+    }
+)
+
+
+def plain_tensor_bytes(tensor: torch.Tensor) -> Optional[memoryview]:
+    """The bytes of a plain contiguous CPU tensor, viewed in place; ``None`` when :func:`tensor_to_wire` is needed.
+
+    Plain: exactly ``torch.Tensor``, dense, no grad, no conjugate or negative
+    bit, a dtype numpy can view, C-contiguous. The common case on the encode
+    path, where the general route's torch calls cost more than the bytes.
+    """
+    if (
+        type(tensor) is not torch.Tensor
+        or tensor.requires_grad
+        or tensor.dtype not in _NUMPY_VIEWABLE
+        or tensor.layout != torch.strided
+        or tensor.device.type != "cpu"
+        or tensor.is_conj()
+        or tensor.is_neg()
+    ):
+        return None
+    values = tensor.numpy()
+    if not values.flags.c_contiguous:
+        return None
+    return memoryview(values.reshape(-1).view(np.uint8)) if values.size else _EMPTY  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ only for Python >= 3.12; mypy checks 3.11
+
+
 def tensor_to_wire(tensor: torch.Tensor) -> Tuple[list, memoryview]:
     """``([shape, dtype, device(, True)], raw)``; raw views the tensor when it is contiguous on the CPU."""
     if tensor.layout != torch.strided:

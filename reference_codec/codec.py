@@ -16,6 +16,7 @@ import torch
 from . import buffers, wire
 from .splice import SPLICE_MIN_BYTES, BufferSplicer
 from .devices import MapLocation
+from .dtypes import torch_dtype_name
 from .errors import DecodeError, EncodeError, format_path
 from .limits import DecodeLimits
 from .paths import generic_body, locate, named_path, parse_msgspec_path
@@ -54,7 +55,8 @@ class _CallState(threading.local):
     ``views``/``used`` (decode: the frames, and which out-of-band frames the body referenced),
     ``depth`` (decode: tuple ext nesting; always back to 0 when a call ends), ``frames``
     (wire v2 encode: the buffers collected so far), ``splicer`` (wire v1 encode: the large
-    buffers held back from msgspec), ``failed`` (encode: the value the hook refused).
+    buffers held back from msgspec, created by the hook on the first one), ``failed``
+    (encode: the value the hook refused).
     """
 
     views: Optional[Sequence[Any]] = None
@@ -123,6 +125,9 @@ class ReferenceCodec:
         self._layouts: Optional[Dict[Tuple[int, bytes], Any]] = None if callable(map_location) else {}
         self._state = _CallState()
         self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
+        self._unspliced_encoder = msgspec.msgpack.Encoder(enc_hook=self._unspliced_enc_hook)
+        # (shape, dtype) -> layout head of a plain CPU tensor (see buffers.plain_tensor_bytes)
+        self._tensor_heads: Dict[Tuple[Any, Any], bytes] = {}
         self._decoder = msgspec.msgpack.Decoder(
             Union[tuple(MESSAGE_TYPES.values())], dec_hook=self._dec_hook, ext_hook=self._ext_hook
         )
@@ -147,30 +152,26 @@ class ReferenceCodec:
             )
         state = self._state
         frames: Optional[Frames] = None
-        splicer: Optional[BufferSplicer] = None
         if self.out_of_band:  # the hook collects buffers here, those inside untyped tuples too
             state.frames = frames = [b""]
         try:
             wire_msg = map_positions(msg, self._encode_untyped)
-            if frames is None:
-                # the hook holds large buffers back here; only now, as a tuple's items are
-                # encoded into their ext payload above and a placeholder there could not be spliced
-                state.splicer = splicer = BufferSplicer()
             body = self._encoder.encode(wire_msg)
+            splicer = state.splicer  # set by the hook when it held a large buffer back (wire v1)
             if splicer is not None:
                 state.splicer = None
                 spliced = splicer.assemble(body)
                 if spliced is not None:
                     return [spliced]
-                if splicer.holds_buffers():  # a placeholder went missing: encode the plain way
-                    body = self._encoder.encode(wire_msg)
+                body = self._unspliced_encoder.encode(wire_msg)  # a placeholder went missing
         except EncodeError:
             raise
         except (TypeError, OverflowError, ValueError) as exc:
             raise self._locate_encode_error(msg, exc) from exc
         finally:
-            state.frames = None
             state.splicer = None
+            if frames is not None:
+                state.frames = None
         if frames is None:
             return [body]
         frames[0] = body
@@ -191,12 +192,29 @@ class ReferenceCodec:
         return EncodeError(str(exc), format_path(path) if path is not None else "$")
 
     def _enc_hook(self, obj: Any) -> Any:
+        return self._to_wire(obj, True)
+
+    def _unspliced_enc_hook(self, obj: Any) -> Any:
+        return self._to_wire(obj, False)
+
+    def _to_wire(self, obj: Any, splice: bool) -> Any:
+        """What msgspec writes for ``obj``; ``splice``: a large v1 buffer may become a placeholder."""
         if isinstance(obj, torch.Tensor):
-            return self._buffer_ext(wire.EXT_TORCH_TENSOR, obj, buffers.tensor_to_wire)
+            raw = buffers.plain_tensor_bytes(obj)
+            if raw is None:
+                return self._buffer_ext(wire.EXT_TORCH_TENSOR, obj, buffers.tensor_to_wire, splice)
+            key = (obj.shape, obj.dtype)
+            head = self._tensor_heads.get(key)
+            if head is None:
+                head = self._layout_head([list(obj.shape), torch_dtype_name(obj.dtype), "cpu"])
+                if len(self._tensor_heads) >= _LAYOUT_CACHE_SIZE:
+                    self._tensor_heads.clear()
+                self._tensor_heads[key] = head
+            return self._buffer_payload(wire.EXT_TORCH_TENSOR, head, raw, splice)
         if type(obj) is np.ndarray:
-            return self._buffer_ext(wire.EXT_NDARRAY, obj, buffers.ndarray_to_wire)
+            return self._buffer_ext(wire.EXT_NDARRAY, obj, buffers.ndarray_to_wire, splice)
         if type(obj) is array:
-            return self._buffer_ext(wire.EXT_ARRAY, obj, buffers.array_to_wire)
+            return self._buffer_ext(wire.EXT_ARRAY, obj, buffers.array_to_wire, splice)
         if type(obj) is Int128:
             return msgspec.msgpack.Ext(wire.EXT_BIGINT, _bigint_bytes(obj))
         self._state.failed = obj
@@ -207,23 +225,35 @@ class ReferenceCodec:
             )
         raise TypeError(f"{type(obj).__qualname__} cannot be carried by the reference schema")
 
-    def _buffer_ext(self, code: int, obj: Any, to_wire) -> msgspec.msgpack.Ext:
+    def _buffer_ext(self, code: int, obj: Any, to_wire, splice: bool) -> Any:
         try:
             metadata, raw = to_wire(obj)
         except TypeError:
             self._state.failed = obj
             raise
+        return self._buffer_payload(code, self._layout_head(metadata), raw, splice)
+
+    @staticmethod
+    def _layout_head(metadata: object) -> bytes:
+        """The buffer layout up to the raw bytes: u32 length, then the metadata."""
         meta = msgspec.msgpack.encode(metadata)
+        return wire.U32.pack(len(meta)) + meta
+
+    def _buffer_payload(self, code: int, head: bytes, raw: memoryview, splice: bool) -> Any:
+        """The ext for a buffer: in band, out of band (wire v2), or a splice placeholder (wire v1)."""
         threshold = self.out_of_band_threshold
-        if threshold is not None and len(raw) >= threshold and len(raw) > 0:
+        if threshold is None:
+            if splice and len(raw) >= SPLICE_MIN_BYTES:
+                state = self._state
+                splicer = state.splicer
+                if splicer is None:
+                    state.splicer = splicer = BufferSplicer()
+                return splicer.placeholder(code, head, raw)
+        elif len(raw) >= threshold and len(raw) > 0:
             frames = cast(List[Any], self._state.frames)  # encode sets it whenever there is a threshold
             frames.append(raw)
-            payload = b"".join((wire.U32.pack(len(meta)), meta, wire.U32.pack(len(frames) - 1)))
-            return msgspec.msgpack.Ext(wire.OUT_OF_BAND_OFFSET + code, payload)
-        splicer = self._state.splicer
-        if splicer is not None and len(raw) >= SPLICE_MIN_BYTES:
-            return splicer.placeholder(code, wire.U32.pack(len(meta)) + meta, raw)
-        return msgspec.msgpack.Ext(code, b"".join((wire.U32.pack(len(meta)), meta, raw)))
+            return msgspec.msgpack.Ext(wire.OUT_OF_BAND_OFFSET + code, head + wire.U32.pack(len(frames) - 1))
+        return msgspec.msgpack.Ext(code, head + raw)
 
     def _encode_untyped(self, kind: str, value: object, path: Tuple) -> object:
         if kind == "opaque":
@@ -263,7 +293,8 @@ class ReferenceCodec:
             return out if changed else value
         if t is tuple:
             items = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(cast(tuple, value))]
-            return msgspec.msgpack.Ext(wire.EXT_TUPLE, self._encoder.encode(items))
+            # never spliced: a placeholder inside this payload would not match its length
+            return msgspec.msgpack.Ext(wire.EXT_TUPLE, self._unspliced_encoder.encode(items))
         if t is torch.Size:
             return msgspec.msgpack.Ext(wire.EXT_TORCH_SIZE, msgspec.msgpack.encode(list(cast(torch.Size, value))))
         if isinstance(value, enum.Enum):
@@ -543,7 +574,10 @@ def _canonical_set(value: object) -> object:
         return value
     types = {*map(type, value)}
     if len(types) <= 1 and types <= _PLAIN_SORTABLE:  # all int or all str: the same order, without a key per item
-        return sorted(value)
+        ordered = sorted(value)
+        # msgspec writes a set in iteration order: when that is already ascending the set
+        # itself is canonical, and keeping it spares rebuilding the structs around it
+        return value if ordered == list(value) else ordered
     try:
         return sorted(value, key=lambda v: (type(v).__name__, v))
     except TypeError:

@@ -5,14 +5,14 @@ payload must be a ``bytes`` first: a large tensor was copied into the payload,
 then into msgspec's buffer (and again each time that buffer grew), then once
 more when the result was cut to size. Instead, the encoder's hook hands msgspec
 a 20-byte placeholder (``msgspec.Raw``, written verbatim) for each buffer of at
-least :data:`SPLICE_MIN_BYTES`, and :meth:`BufferSplicer.assemble` writes the
+least :data:`SPLICE_MIN_BYTES` (1 MiB), and :meth:`BufferSplicer.assemble` writes the
 final frame once: the body between placeholders, and in place of each
 placeholder the ext header, the buffer layout's length and metadata, and the
 buffer's bytes read straight from the tensor's memory.
 
 The bytes are exactly what msgspec would write for the ``Ext`` itself: a
 payload of more than 65535 bytes is always an ext 32 (``0xc9``, u32 big-endian
-payload length, int8 code), and a spliced buffer has at least 65536 raw bytes.
+payload length, int8 code), and a spliced buffer has far more than 65535 raw bytes.
 
 A placeholder is a per-call random 16-byte prefix plus the record's u32 index,
 so it cannot be confused with a value the message holds (the chance is 2**-128
@@ -39,9 +39,11 @@ from . import wire
 
 __all__ = ["BufferSplicer", "SPLICE_MIN_BYTES"]
 
-#: Buffers of at least this many raw bytes are spliced. Below it the copies are
-#: cheap and msgspec's own ``Ext`` path is faster than a placeholder and a search.
-SPLICE_MIN_BYTES = 64 * 1024
+#: Buffers of at least this many raw bytes are spliced. Below it msgspec's own
+#: ``Ext`` path costs no more than a placeholder, a search and a fresh frame
+#: (encode of one float32 tensor on 2 cores: even at 512 KiB, a quarter faster
+#: at 1 MiB, a third at 4 MiB).
+SPLICE_MIN_BYTES = 1 << 20
 
 _EXT32 = struct.Struct(">BIb")  # 0xc9, payload length, ext code
 _EXT32_MARKER = 0xC9

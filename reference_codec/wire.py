@@ -155,7 +155,7 @@ contiguous, or not on the CPU, costs one more on encode (made contiguous,
 moved to the host); ``map_location`` to a device costs one more on decode.
 
 ======================  ======================================================
-encode, wire v1         1 for a buffer of 64 KiB or more: written once into the
+encode, wire v1         1 for a buffer of 1 MiB or more: written once into the
                         frame (:mod:`reference_codec.splice`); 2 below that (the
                         ext payload, then msgspec's output), where copies are
                         cheaper than the splice

@@ -15,6 +15,8 @@ import torch
 
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s
+from reference_codec.buffers import plain_tensor_bytes, tensor_to_wire
+from reference_codec.dtypes import TORCH_DTYPES
 from reference_codec.samples import minimal
 from reference_codec.splice import SPLICE_MIN_BYTES
 
@@ -175,3 +177,14 @@ def test_array_decodes_into_its_own_memory_always():
     frames = V1.encode(msg)
     got = V1.decode(frames).input_ids
     assert got == values and not np.shares_memory(np.frombuffer(got, dtype=np.uint8), np.asarray(frames[0]))
+
+
+@pytest.mark.parametrize("dtype", sorted(set(TORCH_DTYPES.values()), key=str), ids=str)
+def test_plain_tensor_fast_path_writes_the_bytes_of_the_general_path(dtype):
+    tensor = torch.zeros((3, 5), dtype=dtype)
+    fast = plain_tensor_bytes(tensor)
+    _, general = tensor_to_wire(tensor)
+    assert fast is None or bytes(fast) == bytes(general)
+    for special in (tensor.t(), tensor.requires_grad_(dtype.is_floating_point or dtype.is_complex)):
+        if special.requires_grad or not special.is_contiguous():
+            assert plain_tensor_bytes(special) is None

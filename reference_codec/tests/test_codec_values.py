@@ -339,6 +339,7 @@ def test_typed_set_order_is_by_type_name_then_value_whatever_the_items():
 
     @given(st.one_of(st.sets(st.integers()), st.sets(st.text(max_size=4)), st.sets(items), st.frozensets(items)))
     def check(values):
-        assert _canonical_set(values) == sorted(values, key=lambda v: (type(v).__name__, v))
+        # the set itself when it already iterates in that order (msgspec writes iteration order)
+        assert list(_canonical_set(values)) == sorted(values, key=lambda v: (type(v).__name__, v))
 
     check()
