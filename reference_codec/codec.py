@@ -16,7 +16,7 @@ import torch
 from . import buffers, wire
 from .splice import SPLICE_MIN_BYTES, BufferSplicer
 from .devices import MapLocation
-from .dtypes import torch_dtype_name
+from .dtypes import ARRAY_TYPECODES, torch_dtype_name
 from .errors import DecodeError, EncodeError, format_path
 from .limits import DecodeLimits
 from .paths import generic_body, locate, named_path, parse_msgspec_path
@@ -36,6 +36,12 @@ _ENUMS_BY_NAME: Mapping[str, type] = {cls.__name__: cls for cls in ENUM_TYPES}
 _TYPED_BUFFERS = (torch.Tensor, np.ndarray, array)
 _IN_BAND_CODES = frozenset({wire.EXT_TORCH_TENSOR, wire.EXT_NDARRAY, wire.EXT_ARRAY})
 _OUT_OF_BAND_CODES = frozenset({wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY, wire.EXT_OOB_ARRAY})
+# the layout head of each array typecode, written once (metadata is the typecode alone)
+_ARRAY_HEADS: Mapping[str, bytes] = {
+    tc: wire.U32.pack(len(msgspec.msgpack.encode(tc))) + msgspec.msgpack.encode(tc) for tc in ARRAY_TYPECODES
+}
+_U32_SIZE = wire.U32.size
+_U32_UNPACK_FROM = wire.U32.unpack_from
 #: Distinct buffer metadata a codec keeps validated (see ``ReferenceCodec._buffer_layout``).
 _LAYOUT_CACHE_SIZE = 1024
 
@@ -214,7 +220,10 @@ class ReferenceCodec:
         if type(obj) is np.ndarray:
             return self._buffer_ext(wire.EXT_NDARRAY, obj, buffers.ndarray_to_wire, splice)
         if type(obj) is array:
-            return self._buffer_ext(wire.EXT_ARRAY, obj, buffers.array_to_wire, splice)
+            head = _ARRAY_HEADS.get(obj.typecode)
+            if head is None or not len(obj):
+                return self._buffer_ext(wire.EXT_ARRAY, obj, buffers.array_to_wire, splice)
+            return self._buffer_payload(wire.EXT_ARRAY, head, memoryview(obj).cast("B"), splice)
         if type(obj) is Int128:
             return msgspec.msgpack.Ext(wire.EXT_BIGINT, _bigint_bytes(obj))
         self._state.failed = obj
@@ -412,6 +421,8 @@ class ReferenceCodec:
 
     def _ext_hook(self, code: int, data: memoryview) -> Any:
         try:
+            if code in _IN_BAND_CODES:
+                return self._in_band_buffer(code, data)
             return self._ext_value(code, data)
         except (_ExtFailure, DecodeError):
             raise
@@ -420,12 +431,34 @@ class ReferenceCodec:
         except Exception as exc:  # every hostile payload becomes a located DecodeError
             raise _ExtFailure(code, bytes(data), str(exc) or type(exc).__name__) from None
 
+    def _in_band_buffer(self, code: int, data: memoryview) -> Any:
+        """The tensor, ndarray or array of an in-band buffer ext.
+
+        :meth:`_buffer_layout` and :meth:`_build_buffer` written out in one
+        function: a batch of output rows holds thousands of small buffers, and
+        the calls cost more than the bytes.
+        """
+        n = len(data)
+        if n < _U32_SIZE:
+            raise ValueError("buffer payload is shorter than its metadata length prefix")
+        end = _U32_SIZE + _U32_UNPACK_FROM(data)[0]
+        if end > n:
+            raise ValueError(f"metadata length {end - _U32_SIZE} runs past the end of the {n}-byte payload")
+        key = (code, bytes(data[_U32_SIZE:end]))
+        cache = self._layouts
+        layout = cache.get(key) if cache is not None else None
+        if layout is None:
+            layout = self._new_layout(key)
+        raw = data[end:]
+        if code == wire.EXT_ARRAY:
+            return buffers.array_from_layout(layout, raw, self.limits)
+        # a writable body (bytearray, a ZeroMQ frame received with copy=False) is used in place
+        if code == wire.EXT_TORCH_TENSOR:
+            return buffers.tensor_from_layout(layout, raw, not data.readonly)
+        return buffers.ndarray_from_layout(layout, raw, not data.readonly)
+
     def _ext_value(self, code: int, data: memoryview) -> Any:
         limits = self.limits
-        if code in _IN_BAND_CODES:
-            layout, raw = self._buffer_layout(code, data, out_of_band=False)
-            # a writable body (bytearray, a ZeroMQ frame received with copy=False) is used in place
-            return self._build_buffer(code, layout, raw, writable=not data.readonly)
         if code in _OUT_OF_BAND_CODES:
             code -= wire.OUT_OF_BAND_OFFSET
             layout, rest = self._buffer_layout(code, data, out_of_band=True)
@@ -488,22 +521,29 @@ class ReferenceCodec:
         rest = data[end:]
         if out_of_band and len(rest) != wire.U32.size:
             raise ValueError(f"out-of-band payload must end in a 4-byte frame index, found {len(rest)} bytes")
-        cache = self._layouts
         key = (code, bytes(data[wire.U32.size : end]))
+        cache = self._layouts
         layout = cache.get(key) if cache is not None else None
         if layout is None:
-            metadata = msgspec.msgpack.decode(key[1])
-            if code == wire.EXT_TORCH_TENSOR:
-                layout = buffers.tensor_layout(metadata, self.limits, self.map_location)
-            elif code == wire.EXT_NDARRAY:
-                layout = buffers.ndarray_layout(metadata, self.limits)
-            else:
-                layout = buffers.array_layout(metadata, self.limits)
-            if cache is not None:
-                if len(cache) >= _LAYOUT_CACHE_SIZE:
-                    cache.clear()  # bounded whatever a peer sends; refilled by what recurs
-                cache[key] = layout
+            layout = self._new_layout(key)
         return layout, rest
+
+    def _new_layout(self, key: Tuple[int, bytes]) -> Any:
+        """Validate the metadata bytes ``key[1]`` of a buffer of ext code ``key[0]``; keep the layout if caching."""
+        code, meta = key
+        metadata = msgspec.msgpack.decode(meta)
+        if code == wire.EXT_TORCH_TENSOR:
+            layout: Any = buffers.tensor_layout(metadata, self.limits, self.map_location)
+        elif code == wire.EXT_NDARRAY:
+            layout = buffers.ndarray_layout(metadata, self.limits)
+        else:
+            layout = buffers.array_layout(metadata, self.limits)
+        cache = self._layouts
+        if cache is not None:
+            if len(cache) >= _LAYOUT_CACHE_SIZE:
+                cache.clear()  # bounded whatever a peer sends; refilled by what recurs
+            cache[key] = layout
+        return layout
 
     def _build_buffer(self, code: int, layout: Any, raw: memoryview, writable: bool) -> Any:
         if code == wire.EXT_TORCH_TENSOR:
