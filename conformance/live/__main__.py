@@ -4,18 +4,27 @@ Exit status: 0 when every request's answers are identical across the codecs
 (each compared with the first), 1 on any mismatch or when a codec's run
 failed (a process died, answers never came), 2 when the baseline itself
 could not run or an option is bad.
+
+``--ipc-bound`` takes the model out of the way (the scheduler reads its
+outputs from precomputed tables, :mod:`conformance.live.precomputed`), so the
+time left is IPC; with ``--workload decode-heavy --concurrency 256
+--repeats 3`` it is the seed's throughput experiment in miniature. Repeats
+alternate the codecs (pickle, reference, pickle, reference, ...), so drift of
+the machine falls on both alike; the summary gives each codec's median over
+its repeats and the ratio to the first codec.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from .compare import compare_results
-from .pipeline import PipelineError, default_device, run_pipeline
-from .workload import generate_workload
+from .pipeline import PipelineError, PipelineResult, default_device, run_pipeline
+from .workload import WORKLOADS
 
 _SHOWN = 20
 
@@ -23,11 +32,14 @@ _SHOWN = 20
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.live", description=__doc__.split("\n\n")[0])
     parser.add_argument("--compare", default="pickle,reference", help="comma-separated codec specs; the first is the baseline (default: %(default)s)")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="mixed", help="the request stream (default: %(default)s)")
     parser.add_argument("--requests", type=int, default=32, help="workload size (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default: %(default)s)")
-    parser.add_argument("--model-seed", type=int, default=0, help="model weight seed (default: %(default)s)")
+    parser.add_argument("--model-seed", type=int, default=0, help="model weight (or table) seed (default: %(default)s)")
     parser.add_argument("--device", default=None, help="scheduler device (default: cuda when available, else cpu)")
     parser.add_argument("--concurrency", type=int, default=8, help="most requests in flight (default: %(default)s)")
+    parser.add_argument("--ipc-bound", action="store_true", help="precomputed model outputs instead of the model, so the time is IPC")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per codec, alternating codecs (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed for the answers of one run")
     parser.add_argument("--json", metavar="FILE", help="write the figures and mismatches as JSON")
     args = parser.parse_args(argv)
@@ -35,40 +47,66 @@ def main(argv: Optional[List[str]] = None) -> int:
     codecs = [c.strip() for c in args.compare.split(",") if c.strip()]
     if not codecs:
         parser.error("--compare needs at least one codec")
+    if args.repeats < 1:
+        parser.error(f"--repeats must be >= 1, got {args.repeats}")
     device = args.device or default_device()
-    workload = generate_workload(args.requests, args.seed)
-    print(f"live pipeline: {args.requests} work items (seed {args.seed}), device {device}, concurrency {args.concurrency}")
-    results, failures = [], []
-    for codec in codecs:
-        try:
-            result = run_pipeline(codec, workload, device=device, concurrency=args.concurrency, model_seed=args.model_seed, timeout_s=args.timeout)
-        except (PipelineError, ValueError) as exc:
-            print(f"FAILED {codec}: {exc}", flush=True)
-            failures.append(f"{codec}: {exc}")
-            if not results:
-                print("error: the baseline did not run; nothing to compare against", file=sys.stderr)
-                return 2
-            continue
-        print(result.line(), flush=True)
-        results.append(result)
+    workload = WORKLOADS[args.workload](args.requests, args.seed)
+    mode = ", ipc-bound (precomputed model outputs)" if args.ipc_bound else ""
+    print(
+        f"live pipeline: {args.workload} workload, {args.requests} work items (seed {args.seed}), device {device}, "
+        f"concurrency {args.concurrency}, {args.repeats} repeat(s){mode}"
+    )
+    runs: Dict[str, List[PipelineResult]] = {c: [] for c in codecs}
+    failures: List[str] = []
+    for repeat in range(args.repeats):
+        for codec in codecs:
+            try:
+                result = run_pipeline(
+                    codec,
+                    workload,
+                    device=device,
+                    concurrency=args.concurrency,
+                    model_seed=args.model_seed,
+                    ipc_bound=args.ipc_bound,
+                    timeout_s=args.timeout,
+                )
+            except (PipelineError, ValueError) as exc:
+                print(f"FAILED {codec}: {exc}", flush=True)
+                failures.append(f"{codec}: {exc}")
+                if codec == codecs[0] and not runs[codec]:
+                    print("error: the baseline did not run; nothing to compare against", file=sys.stderr)
+                    return 2
+                continue
+            print(result.line(), flush=True)
+            runs[codec].append(result)
 
-    mismatches = [m for other in results[1:] for m in compare_results(results[0], other, workload)]
+    baseline = runs[codecs[0]][0]
+    others = [r for c in codecs for r in runs[c] if r is not baseline]
+    mismatches = [m for other in others for m in compare_results(baseline, other, workload)]
     for m in mismatches[:_SHOWN]:
         print(f"MISMATCH {m}")
     if len(mismatches) > _SHOWN:
         print(f"... and {len(mismatches) - _SHOWN} more")
-    if len(codecs) > 1:
+    summary = summarize(runs, codecs[0])
+    if args.repeats > 1 or len(codecs) > 1:
+        for row in summary:
+            print(row_line(row))
+    if len(others):
         verdict = "identical" if not (mismatches or failures) else f"{len(mismatches)} mismatch(es), {len(failures)} failed run(s)"
-        print(f"{verdict}: {len(results[0].outputs)} requests x {len(results)} codecs ({', '.join(r.codec for r in results)})")
+        print(f"{verdict}: {len(baseline.outputs)} requests x {1 + len(others)} runs ({', '.join(codecs)})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
                 {
+                    "workload": args.workload,
                     "requests": args.requests,
                     "seed": args.seed,
                     "device": device,
                     "concurrency": args.concurrency,
-                    "runs": [r.summary() for r in results],
+                    "ipc_bound": args.ipc_bound,
+                    "repeats": args.repeats,
+                    "runs": [r.summary() for c in codecs for r in runs[c]],
+                    "summary": summary,
                     "mismatches": [str(m) for m in mismatches],
                     "failed_runs": failures,
                 },
@@ -76,6 +114,44 @@ def main(argv: Optional[List[str]] = None) -> int:
                 indent=2,
             )
     return 1 if (mismatches or failures) else 0
+
+
+def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict[str, Any]]:
+    """Per codec: the median of its runs' req/s, tok/s and mean ITL, and the req/s and tok/s ratios to ``baseline``."""
+    base = runs.get(baseline) or []
+    base_rps = statistics.median(r.requests_per_s for r in base) if base else None
+    base_tps = statistics.median(r.tokens_per_s for r in base) if base else None
+    rows = []
+    for codec, results in runs.items():
+        if not results:
+            continue
+        itls = [r.mean_itl_s for r in results if r.mean_itl_s is not None]
+        rps = statistics.median(r.requests_per_s for r in results)
+        tps = statistics.median(r.tokens_per_s for r in results)
+        rows.append(
+            {
+                "codec": results[0].codec,
+                "codec_spec": codec,
+                "runs": len(results),
+                "requests_per_s": round(rps, 3),
+                "tokens_per_s": round(tps, 3),
+                "mean_itl_ms": round(statistics.median(itls) * 1e3, 4) if itls else None,
+                "requests_per_s_all": [round(r.requests_per_s, 3) for r in results],
+                "ratio_requests_per_s": round(rps / base_rps, 4) if base_rps else None,
+                "ratio_tokens_per_s": round(tps / base_tps, 4) if base_tps else None,
+            }
+        )
+    return rows
+
+
+def row_line(row: Dict[str, Any]) -> str:
+    itl = "n/a" if row["mean_itl_ms"] is None else f"{row['mean_itl_ms']:.2f} ms"
+    runs = ", ".join(f"{x:.1f}" for x in row["requests_per_s_all"])
+    return (
+        f"median of {row['runs']}: {row['codec']:>12} {row['requests_per_s']:.1f} req/s ({runs}), "
+        f"{row['tokens_per_s']:.1f} tok/s, mean ITL {itl}; x{row['ratio_requests_per_s']:.3f} req/s, "
+        f"x{row['ratio_tokens_per_s']:.3f} tok/s of the first codec"
+    )
 
 
 if __name__ == "__main__":

@@ -130,6 +130,7 @@ def run_pipeline(
     device: Optional[str] = None,
     concurrency: int = 8,
     model_seed: int = 0,
+    ipc_bound: bool = False,
     timeout_s: Optional[float] = None,
     idle_timeout_s: float = 30.0,
     start_timeout_s: float = 120.0,
@@ -148,6 +149,9 @@ def run_pipeline(
         Where the scheduler runs the model (``"cpu"``, ``"cuda"``, ``"cuda:1"``); default :func:`default_device`.
     concurrency
         Most requests in flight at once (>= 1).
+    ipc_bound
+        The scheduler reads its outputs from :class:`~conformance.live.precomputed.PrecomputedLM`
+        tables instead of running the model, so that the run's time is IPC.
     timeout_s
         Deadline for every answer once the processes are up; default ``60 + 0.5 * len(workload)``.
     idle_timeout_s
@@ -175,6 +179,7 @@ def run_pipeline(
         scheduler_addr=f"ipc://{tmp}/scheduler",
         detokenizer_addr=f"ipc://{tmp}/detokenizer",
         client_addr=f"ipc://{tmp}/client",
+        ipc_bound=ipc_bound,
     )
     mp = multiprocessing.get_context("spawn")
     stop, reports = mp.Event(), mp.Queue()

@@ -46,6 +46,8 @@ class HopConfig:
     scheduler_addr: str
     detokenizer_addr: str
     client_addr: str
+    #: the scheduler reads its outputs from tables instead of running the model (``--ipc-bound``)
+    ipc_bound: bool = False
 
 
 class Hop:

@@ -1,5 +1,8 @@
 """The scheduler: admits tokenized requests, runs the model, streams token ids onward.
 
+With ``--ipc-bound`` the model is :class:`~conformance.live.precomputed.PrecomputedLM`:
+the same loop, batches and messages, with the model's outputs read from tables.
+
 :class:`Scheduler` is the engine logic, free of sockets, so that tests can
 drive it in-process; :func:`serve` is the process around it (one pull
 socket in, pushes to the detokenizer and, for control replies, the client).
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -34,6 +37,7 @@ from reference_codec import schema as s
 
 from . import sampler, tokenizer
 from .model import HIDDEN_SIZE, MAX_SEQ_LEN, TinyLM
+from .precomputed import PrecomputedLM
 
 __all__ = ["Scheduler", "serve", "abort_reason", "error_reason"]
 
@@ -79,7 +83,7 @@ class Scheduler:
     request runs or an output waits (the loop must not block then).
     """
 
-    def __init__(self, model: TinyLM):
+    def __init__(self, model: Union[TinyLM, PrecomputedLM]):
         self.model = model
         self.running: Dict[str, _Running] = {}
         self.aborted: Dict[str, s.AbortReq] = {}
@@ -185,12 +189,15 @@ class Scheduler:
         return out
 
     def _advance(self, req: _Running) -> None:
+        if isinstance(self.model, PrecomputedLM):
+            return self._advance_from_tables(req, self.model)
         msg, sp = req.msg, req.msg.sampling_params
         hidden, logits = self.model.forward(req.prompt + req.output)
         if not req.prefilled:
             req.prefilled = True
             if msg.return_logprob and msg.logprob_start_len >= 0:
-                req.input_lp = _input_logprobs(msg, req.prompt, sampler.logprobs(logits[: len(req.prompt)]))
+                prompt_lp = sampler.logprobs(logits[: len(req.prompt)])
+                req.input_lp = _input_logprobs(msg, req.prompt, lambda p: _TorchRow(prompt_lp[p]))
         if req.max_new == 0:
             req.finished = {"type": "length", "length": 0}
             return
@@ -200,9 +207,30 @@ class Scheduler:
         )
         req.output.append(token)
         if msg.return_logprob:
-            _append_logprobs(req.out_lp, msg, lp, token)
+            _append_logprobs(req.out_lp, msg, _TorchRow(lp), token)
         if msg.return_hidden_states:
             req.hidden.append(hidden[-1].tolist())
+        req.finished = _finish(req, token)
+
+    def _advance_from_tables(self, req: _Running, tables: PrecomputedLM) -> None:
+        """:meth:`_advance` with the model's outputs read from ``tables`` (``--ipc-bound``)."""
+        msg, prompt = req.msg, req.prompt
+        if not req.prefilled:
+            req.prefilled = True
+            if msg.return_logprob and msg.logprob_start_len >= 0:
+                req.input_lp = _input_logprobs(msg, prompt, lambda p: tables.row(prompt[p], p))
+        if req.max_new == 0:
+            req.finished = {"type": "length", "length": 0}
+            return
+        position = len(prompt) + len(req.output) - 1
+        previous = req.output[-1] if req.output else prompt[-1]
+        row = tables.row(previous, position)
+        token = row.top_ids[0]
+        req.output.append(token)
+        if msg.return_logprob:
+            _append_logprobs(req.out_lp, msg, row, token)
+        if msg.return_hidden_states:
+            req.hidden.append(tables.hidden(previous, position))
         req.finished = _finish(req, token)
 
     def _row(self, req: _Running) -> Dict[str, Any]:
@@ -305,8 +333,27 @@ def _finish(req: _Running, token: int) -> Optional[Dict[str, Any]]:
     return None
 
 
-def _input_logprobs(msg: s.TokenizedGenerateReqInput, prompt: List[int], lp: torch.Tensor) -> Dict[str, list]:
-    """Logprobs of prompt positions ``logprob_start_len..``; position 0 has none (``None``)."""
+class _TorchRow:
+    """A float64 logprob row of the live model, read as :class:`~conformance.live.precomputed.LogprobRow` is."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row: torch.Tensor):
+        self.row = row
+
+    def value(self, token: int) -> float:
+        return self.row[token].item()
+
+    def top(self, k: int) -> Tuple[List[float], List[int]]:
+        top = self.row.topk(k)
+        return top.values.tolist(), top.indices.tolist()
+
+
+def _input_logprobs(msg: s.TokenizedGenerateReqInput, prompt: List[int], row_after: Callable[[int], Any]) -> Dict[str, list]:
+    """Logprobs of prompt positions ``logprob_start_len..``; position 0 has none (``None``).
+
+    ``row_after(p)`` is the logprob row predicting position ``p + 1``.
+    """
     out: Dict[str, list] = {k: [] for k in _OUT_KEYS}
     for p in range(msg.logprob_start_len, len(prompt)):
         out["idx"].append(prompt[p])
@@ -317,21 +364,24 @@ def _input_logprobs(msg: s.TokenizedGenerateReqInput, prompt: List[int], lp: tor
             out["ids_val"].append(None)
             out["ids_idx"].append(None)
             continue
-        _append_logprobs(out, msg, lp[p - 1], prompt[p], with_index=False)
+        _append_logprobs(out, msg, row_after(p - 1), prompt[p], with_index=False)
     return out
 
 
-def _append_logprobs(out: Dict[str, list], msg: s.TokenizedGenerateReqInput, row: torch.Tensor, token: int, with_index: bool = True) -> None:
-    """One position's logprob entries: the token's, the top-k (if asked) and the requested ids' (if any)."""
-    out["val"].append(row[token].item())
+def _append_logprobs(out: Dict[str, list], msg: s.TokenizedGenerateReqInput, row: Any, token: int, with_index: bool = True) -> None:
+    """One position's logprob entries: the token's, the top-k (if asked) and the requested ids' (if any).
+
+    ``row`` has ``value(token)`` and ``top(k) -> (values, ids)`` (:class:`_TorchRow` or a precomputed row).
+    """
+    out["val"].append(row.value(token))
     if with_index:
         out["idx"].append(token)
     if msg.top_logprobs_num > 0:
-        top = row.topk(msg.top_logprobs_num)
-        out["top_val"].append(top.values.tolist())
-        out["top_idx"].append(top.indices.tolist())
+        values, ids = row.top(msg.top_logprobs_num)
+        out["top_val"].append(values)
+        out["top_idx"].append(ids)
     if msg.token_ids_logprob is not None:
-        out["ids_val"].append([row[t].item() for t in msg.token_ids_logprob])
+        out["ids_val"].append([row.value(t) for t in msg.token_ids_logprob])
         out["ids_idx"].append(list(msg.token_ids_logprob))
 
 
@@ -418,7 +468,7 @@ def serve(config, stop, reports) -> None:
     from .process import Hop
 
     with Hop("scheduler", config, stop, reports) as hop:
-        model = TinyLM(config.device, config.model_seed)
+        model = PrecomputedLM(config.device, config.model_seed) if config.ipc_bound else TinyLM(config.device, config.model_seed)
         scheduler = Scheduler(model)
         inbox = hop.bind(config.scheduler_addr)
         outboxes = {"detokenizer": hop.connect(config.detokenizer_addr), "client": hop.connect(config.client_addr)}
@@ -429,4 +479,6 @@ def serve(config, stop, reports) -> None:
                     hop.send(outboxes[dest], out)
             for dest, out in scheduler.step() if scheduler.busy else ():
                 hop.send(outboxes[dest], out)
-        hop.stats.update(steps=scheduler.steps, unexpected_messages=scheduler.unexpected_messages)
+        hop.stats.update(
+            steps=scheduler.steps, unexpected_messages=scheduler.unexpected_messages, model=type(model).__name__
+        )

@@ -25,7 +25,7 @@ from reference_codec import schema as s
 from . import tokenizer
 from .model import MAX_SEQ_LEN
 
-__all__ = ["WorkItem", "generate_workload", "describe", "JUNK_FRAME"]
+__all__ = ["WorkItem", "generate_workload", "generate_decode_heavy_workload", "WORKLOADS", "describe", "JUNK_FRAME"]
 
 #: Not a message in any codec: 0xc1 is never used in msgpack and is no pickle opcode.
 JUNK_FRAME = b"\xc1\xc1 not a message"
@@ -94,6 +94,46 @@ def generate_workload(n: int, seed: int = 0) -> List[WorkItem]:
                 _break(rng, req)
             items.append(WorkItem(rid, "generate", [req], stream=req.stream))
     return items
+
+
+def generate_decode_heavy_workload(n: int, seed: int = 0) -> List[WorkItem]:
+    """``n`` streamed generation requests that make the output path carry the most per token.
+
+    Every request streams, asks for logprobs of its prompt and of every output
+    token with 5 to 20 top-k logprobs (a quarter also for 1 to 8 chosen ids),
+    ignores EOS and generates 48 to 96 tokens from a prompt of 8 to 24 ids, so
+    each scheduler step sends a large ``BatchTokenIDOutput`` (one row per
+    running request) and each client chunk a ``BatchStrOutput`` with logprobs.
+    Valid for the live model too; with ``--ipc-bound`` its cost is IPC.
+    """
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be an int >= 0, got {n!r}")
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        rid = f"req-{i}"
+        ids = array("q", [rng.randrange(256) for _ in range(rng.randint(8, 24))])
+        req = s.TokenizedGenerateReqInput(
+            rid=rid,
+            input_text=tokenizer.decode(ids),
+            input_ids=ids,
+            input_embeds=None,
+            mm_inputs=None,
+            token_type_ids=None,
+            sampling_params=s.SamplingParams(max_new_tokens=rng.randint(48, 96), temperature=0.0, ignore_eos=True),
+            return_logprob=True,
+            logprob_start_len=0,
+            top_logprobs_num=rng.randint(5, 20),
+            token_ids_logprob=rng.sample(range(tokenizer.VOCAB_SIZE), rng.randint(1, 8)) if rng.random() < 0.25 else None,
+            stream=True,
+            return_hidden_states=False,
+        )
+        items.append(WorkItem(rid, "generate", [req], stream=True))
+    return items
+
+
+#: Workload name -> generator ``(n, seed) -> items``, for ``python -m conformance.live --workload``.
+WORKLOADS = {"mixed": generate_workload, "decode-heavy": generate_decode_heavy_workload}
 
 
 def _prompt(rng: random.Random, low: int = 1, high: int = 24) -> array:

@@ -122,7 +122,7 @@ def test_the_command_line_exits_0_when_identical_1_on_a_mismatch_and_2_without_a
         return canned[codec]
 
     monkeypatch.setattr(cli, "run_pipeline", fake_run)
-    monkeypatch.setattr(cli, "generate_workload", lambda n, seed: WORKLOAD)
+    monkeypatch.setattr(cli, "WORKLOADS", {"mixed": lambda n, seed: WORKLOAD})
     assert cli.main(["--compare", "pickle,reference", "--device", "cpu"]) == 0
     assert "identical" in capsys.readouterr().out
     assert cli.main(["--compare", "pickle,dropper", "--device", "cpu"]) == 1
