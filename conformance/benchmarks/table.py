@@ -47,6 +47,11 @@ OP_ORDER = ["encode", "decode", "roundtrip", "bytes", "zmq", "memory", "live"]
 ROUND_TRIP_VS_PICKLE_MEDIAN = 3.0
 ROUND_TRIP_VS_PICKLE_FLOOR = 1.0
 V1_VS_SGLANG_MEDIAN = 1.2
+#: Reference wire v1 round trip / SGLang's, in every family.
+V1_VS_SGLANG_FLOOR = 1.0
+#: Wire v1 round trip of a large tensor, in memcpys of its bytes, at most.
+V1_ROUND_TRIP_MEMCPYS = 4.0
+V1_MEMCPY_TARGET_MIN_BYTES = 64 << 20
 MEMCPY_TARGET_MIN_BYTES = 16 << 20
 PEAK_RATIO_TARGET = 1.1
 
@@ -183,6 +188,11 @@ def targets(records: List[Record]) -> List[str]:
             f"SGLang 0.5.23's codec at the median: {_ratio(med)} over {len(vs)} families "
             f"(range {_ratio(min(vs.values()))} to {_ratio(max(vs.values()))})."
         )
+        behind = sorted(f for f, x in vs.items() if x < V1_VS_SGLANG_FLOOR)
+        lines.append(
+            f"{_mark(not behind)}: reference wire v1 round trip at least {V1_VS_SGLANG_FLOOR:g}× SGLang 0.5.23's codec "
+            f"in every family" + (f"; behind on {', '.join(f'{f} {_ratio(vs[f])}' for f in behind)}." if behind else ".")
+        )
     else:
         lines.append("Reference wire v1 vs SGLang 0.5.23: not measured (SGLang not installed in this run).")
     copies = []
@@ -199,6 +209,18 @@ def targets(records: List[Record]) -> List[str]:
         )
     else:
         lines.append("Wire v2 round trip vs one memcpy: not measured (no single-tensor family of 1 MiB or more).")
+    v1_copies = []
+    for f in families:
+        v1, mc = table.get((f, "roundtrip", "reference-v1")), table.get((f, "roundtrip", "memcpy"))
+        if v1 is not None and mc is not None and mc.extra.get("payload_bytes", 0) >= V1_MEMCPY_TARGET_MIN_BYTES:
+            v1_copies.append((f, v1.median / mc.median))
+    if v1_copies:
+        over = [f for f, x in v1_copies if x > V1_ROUND_TRIP_MEMCPYS]
+        detail = ", ".join(f"{f} {x:.2f}" for f, x in v1_copies)
+        lines.append(
+            f"{_mark(not over)}: wire v1 round trip of a tensor of {fmt_bytes(V1_MEMCPY_TARGET_MIN_BYTES)} or more "
+            f"costs at most {V1_ROUND_TRIP_MEMCPYS:g} memcpy of its bytes (round trip / memcpy: {detail})."
+        )
     peaks = [(r.family, r.extra["peak_ratio"]) for r in records if r.op == "memory" and r.codec == "reference-v2" and r.extra.get("peak_ratio") is not None]
     if peaks:
         over = [f for f, x in peaks if x > PEAK_RATIO_TARGET]
@@ -208,8 +230,9 @@ def targets(records: List[Record]) -> List[str]:
         if v1:
             v1_over = [f for f, x in v1 if x > PEAK_RATIO_TARGET]
             v1_text = (
-                " Wire v1 (one frame: tensors are copied out of the body): "
-                + ("within target." if not v1_over else f"over on {', '.join(v1_over)} (up to {max(x for _, x in v1):.2f}).")
+                " Wire v1 from a writable frame (tensors are views of it where their bytes are aligned, "
+                "copied where not; see reference_codec/wire.py, Copies per buffer): "
+                + ("within target." if not v1_over else f"over on {', '.join(f'{f} {x:.2f}' for f, x in v1 if x > PEAK_RATIO_TARGET)}.")
             )
         lines.append(
             f"{_mark(not over)}: wire v2 decode peak memory at most {PEAK_RATIO_TARGET:g}× the payload "

@@ -289,6 +289,24 @@ def test_table_targets_met_and_missed():
     assert "**MISSED**: reference wire v1 round trip at least 3× pickle at the corpus median: 1.33×" in missed
     assert "**MISSED**: reference wire v1 round trip never slower than pickle: slowest 0.67× (big); slower on big." in missed
     assert "**MISSED**: reference wire v1 round trip at least 1.2× SGLang" in missed
+    assert "met: reference wire v1 round trip at least 1× SGLang 0.5.23's codec in every family." in met
+    behind = "\n".join(table.targets(corpus_run(ref_v1=1.0, sglang=0.9)))
+    assert "**MISSED**: reference wire v1 round trip at least 1× SGLang 0.5.23's codec in every family; behind on big 0.90×, medium 0.90×, small 0.90×." in behind
+
+
+def test_table_v1_large_tensor_round_trip_target_counts_memcpys():
+    def lines(v1_seconds):
+        return table.targets(
+            recs(
+                bench("tensor-64MiB", "roundtrip", "memcpy", 0.01, payload_bytes=64 << 20),
+                bench("tensor-64MiB", "roundtrip", "reference-v1", v1_seconds),
+                bench("tensor-64MiB", "roundtrip", "pickle", 0.1),
+            )
+        )
+
+    target = "wire v1 round trip of a tensor of 64 MiB or more costs at most 4 memcpy of its bytes (round trip / memcpy: tensor-64MiB"
+    assert f"met: {target} 3.50)." in lines(0.035)
+    assert f"**MISSED**: {target} 4.50)." in lines(0.045)
 
 
 def test_table_says_what_was_not_measured():
@@ -315,7 +333,7 @@ def test_table_memcpy_memory_zmq_and_live_rows():
     assert "| live-c1 | live: req/s, mean ITL | – | 12.5/s, 2 ms | – | – |" in text
     assert "met: wire v2 round trip of a tensor of 16 MiB or more costs less than one memcpy of its bytes (round trip / memcpy: tensor-64MiB 0.1)" in text
     assert "met: wire v2 decode peak memory at most 1.1× the payload (tensor-64MiB 1.00). Wire v1" in text
-    assert "over on tensor-64MiB (up to 2.00)" in text
+    assert "Wire v1 from a writable frame (tensors are views of it where their bytes are aligned, copied where not; see reference_codec/wire.py, Copies per buffer): over on tensor-64MiB 2.00." in text
 
 
 # --- command line -------------------------------------------------------------
