@@ -79,6 +79,18 @@ def test_wire_v1_frame_of_a_large_tensor_is_a_writable_buffer_of_its_own():
     assert not np.shares_memory(np.asarray(frame), tensor.numpy())  # the frame is the one copy
 
 
+def test_wire_v1_round_trip_in_one_process_decodes_the_largest_buffer_in_place():
+    tensor, small = big_tensor(), torch.arange(SPLICE_MIN_BYTES // 4 + 3, dtype=torch.float32)
+    msg = tensor_message(tensor)
+    msg.rids, msg.embeddings, msg.pooled_hidden_states = ["a", "b"], [[], []], [small, tensor]
+    frames = V1.encode(msg)
+    got = V1.decode(frames).pooled_hidden_states
+    assert np.shares_memory(got[1].numpy(), np.asarray(frames[0])) and torch.equal(got[1], tensor)
+    assert got[1].data_ptr() % 64 == 0 and torch.equal(got[0], small)
+    extra = traced_peak(lambda: V1.decode(frames))
+    assert extra < 0.5 * PAYLOAD, f"decode allocated {extra / PAYLOAD:.2f}x the largest tensor"
+
+
 def test_wire_v1_splices_from_the_threshold_up_and_not_below():
     at = torch.zeros(SPLICE_MIN_BYTES, dtype=torch.uint8)
     below = torch.zeros(SPLICE_MIN_BYTES - 1, dtype=torch.uint8)
