@@ -304,7 +304,7 @@ def test_table_v1_large_tensor_round_trip_target_counts_memcpys():
             )
         )
 
-    target = "wire v1 round trip of a tensor of 64 MiB or more costs at most 4 memcpy of its bytes (round trip / memcpy: tensor-64MiB"
+    target = "wire v1 round trip of a 64 MiB tensor costs at most 4 memcpy of its bytes (round trip / memcpy: tensor-64MiB"
     assert f"met: {target} 3.50)." in lines(0.035)
     assert f"**MISSED**: {target} 4.50)." in lines(0.045)
 
