@@ -14,7 +14,6 @@ import numpy as np
 import torch
 
 from . import buffers, wire
-from .splice import SPLICE_MIN_BYTES, BufferSplicer
 from .devices import MapLocation
 from .dtypes import ARRAY_TYPECODES, torch_dtype_name
 from .errors import DecodeError, EncodeError, format_path
@@ -22,6 +21,7 @@ from .limits import DecodeLimits
 from .paths import generic_body, locate, named_path, parse_msgspec_path
 from .schema import ENUM_TYPES, MESSAGE_TYPES, Int128, PickleWrapper
 from .schema_plan import map_positions
+from .splice import SPLICE_MIN_BYTES, BufferSplicer
 
 __all__ = ["ReferenceCodec", "Frames"]
 

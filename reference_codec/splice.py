@@ -116,7 +116,7 @@ class BufferSplicer:
             out = _put(frame, out, raw)
             previous = offset + width
         _put(frame, out, body[previous:])
-        return memoryview(frame)
+        return memoryview(frame)  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ only for Python >= 3.12; mypy checks 3.11
 
 
 def _put(frame: np.ndarray, at: int, data) -> int:
