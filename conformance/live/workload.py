@@ -113,13 +113,9 @@ def generate_decode_heavy_workload(n: int, seed: int = 0) -> List[WorkItem]:
     for i in range(n):
         rid = f"req-{i}"
         ids = array("q", [rng.randrange(256) for _ in range(rng.randint(8, 24))])
-        req = s.TokenizedGenerateReqInput(
-            rid=rid,
-            input_text=tokenizer.decode(ids),
-            input_ids=ids,
-            input_embeds=None,
-            mm_inputs=None,
-            token_type_ids=None,
+        req = _text_request(
+            rid,
+            ids,
             sampling_params=s.SamplingParams(max_new_tokens=rng.randint(48, 96), temperature=0.0, ignore_eos=True),
             return_logprob=True,
             logprob_start_len=0,
@@ -169,13 +165,9 @@ def _sampling(rng: random.Random) -> s.SamplingParams:
 def _generate(rng: random.Random, rid: str) -> s.TokenizedGenerateReqInput:
     ids = _prompt(rng)
     return_logprob = rng.random() < 0.6
-    return s.TokenizedGenerateReqInput(
-        rid=rid,
-        input_text=tokenizer.decode(ids),
-        input_ids=ids,
-        input_embeds=None,
-        mm_inputs=None,
-        token_type_ids=None,
+    return _text_request(
+        rid,
+        ids,
         sampling_params=_sampling(rng),
         return_logprob=return_logprob,
         logprob_start_len=rng.choice([-1, 0, 0, len(ids) - 1, rng.randrange(len(ids))]),
@@ -183,6 +175,13 @@ def _generate(rng: random.Random, rid: str) -> s.TokenizedGenerateReqInput:
         token_ids_logprob=rng.sample(range(tokenizer.VOCAB_SIZE), rng.randint(1, 4)) if return_logprob and rng.random() < 0.4 else None,
         stream=rng.random() < 0.5,
         return_hidden_states=rng.choice([False, False, True, "last"]),
+    )
+
+
+def _text_request(rid: str, ids: array, **fields: Any) -> s.TokenizedGenerateReqInput:
+    """A generation request for the token ``ids`` (their text alongside), without embeds, multimodal inputs or token types."""
+    return s.TokenizedGenerateReqInput(
+        rid=rid, input_text=tokenizer.decode(ids), input_ids=ids, input_embeds=None, mm_inputs=None, token_type_ids=None, **fields
     )
 
 
