@@ -1,9 +1,11 @@
 """Tensors, ndarrays, arrays and numpy scalars to and from (metadata, raw bytes).
 
-Mirrored pairs: ``X_to_wire`` returns the metadata of the buffer layout and a
-byte view of the value's own memory (no copy for contiguous CPU values);
-``X_from_wire`` validates metadata against the raw length and the limits
-*before* allocating, then builds the value. The ``from_wire`` functions raise
+``X_to_wire`` returns the metadata of the buffer layout and a byte view of the
+value's own memory (no copy for contiguous CPU values). Decoding is split in
+two: ``X_layout`` validates the metadata against the limits *before* anything
+is allocated (a pure function of the metadata, so the codec keeps its result
+per distinct metadata), and ``X_from_layout`` checks the raw length against it
+and builds the value (``numpy_scalar_from_wire`` does both). They raise
 ``ValueError`` with a plain reason; the codec adds the path and turns it into
 a :class:`~reference_codec.DecodeError`.
 """
@@ -23,7 +25,6 @@ from .limits import DecodeLimits
 
 __all__ = [
     "tensor_to_wire",
-    "tensor_from_wire",
     "TensorLayout",
     "tensor_layout",
     "tensor_from_layout",
@@ -33,9 +34,7 @@ __all__ = [
     "array_layout",
     "array_from_layout",
     "ndarray_to_wire",
-    "ndarray_from_wire",
     "array_to_wire",
-    "array_from_wire",
     "numpy_scalar_to_wire",
     "numpy_scalar_from_wire",
 ]
@@ -218,13 +217,6 @@ def tensor_from_layout(layout: TensorLayout, raw: memoryview, writable: bool) ->
     return tensor
 
 
-def tensor_from_wire(
-    metadata: object, raw: memoryview, writable: bool, limits: DecodeLimits, map_location: MapLocation
-) -> torch.Tensor:
-    """:func:`tensor_layout` then :func:`tensor_from_layout`."""
-    return tensor_from_layout(tensor_layout(metadata, limits, map_location), raw, writable)
-
-
 # --- numpy.ndarray ----------------------------------------------------------
 
 
@@ -264,11 +256,6 @@ def ndarray_from_layout(layout: NdarrayLayout, raw: memoryview, writable: bool) 
     return _host_values(raw, layout.dtype, layout.shape, writable)
 
 
-def ndarray_from_wire(metadata: object, raw: memoryview, writable: bool, limits: DecodeLimits) -> np.ndarray:
-    """:func:`ndarray_layout` then :func:`ndarray_from_layout`."""
-    return ndarray_from_layout(ndarray_layout(metadata, limits), raw, writable)
-
-
 # --- array.array ------------------------------------------------------------
 
 
@@ -295,11 +282,6 @@ def array_from_layout(typecode: str, raw: memoryview, limits: DecodeLimits) -> a
     result = array(typecode)
     result.frombytes(raw)
     return result
-
-
-def array_from_wire(typecode: object, raw: memoryview, limits: DecodeLimits) -> array:
-    """:func:`array_layout` then :func:`array_from_layout`."""
-    return array_from_layout(array_layout(typecode, limits), raw, limits)
 
 
 # --- numpy scalars ----------------------------------------------------------

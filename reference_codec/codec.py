@@ -40,8 +40,6 @@ _OUT_OF_BAND_CODES = frozenset({wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY,
 _ARRAY_HEADS: Mapping[str, bytes] = {
     tc: wire.U32.pack(len(msgspec.msgpack.encode(tc))) + msgspec.msgpack.encode(tc) for tc in ARRAY_TYPECODES
 }
-_U32_SIZE = wire.U32.size
-_U32_UNPACK_FROM = wire.U32.unpack_from
 #: Distinct buffer metadata a codec keeps validated (see ``ReferenceCodec._buffer_layout``).
 _LAYOUT_CACHE_SIZE = 1024
 
@@ -165,7 +163,6 @@ class ReferenceCodec:
             body = self._encoder.encode(wire_msg)
             splicer = state.splicer  # set by the hook when it held a large buffer back (wire v1)
             if splicer is not None:
-                state.splicer = None
                 spliced = splicer.assemble(body)
                 if spliced is not None:
                     return [spliced]
@@ -213,9 +210,7 @@ class ReferenceCodec:
             head = self._tensor_heads.get(key)
             if head is None:
                 head = self._layout_head([list(obj.shape), torch_dtype_name(obj.dtype), "cpu"])
-                if len(self._tensor_heads) >= _LAYOUT_CACHE_SIZE:
-                    self._tensor_heads.clear()
-                self._tensor_heads[key] = head
+                _remember(self._tensor_heads, key, head)
             return self._buffer_payload(wire.EXT_TORCH_TENSOR, head, raw, splice)
         if type(obj) is np.ndarray:
             return self._buffer_ext(wire.EXT_NDARRAY, obj, buffers.ndarray_to_wire, splice)
@@ -432,30 +427,10 @@ class ReferenceCodec:
             raise _ExtFailure(code, bytes(data), str(exc) or type(exc).__name__) from None
 
     def _in_band_buffer(self, code: int, data: memoryview) -> Any:
-        """The tensor, ndarray or array of an in-band buffer ext.
-
-        :meth:`_buffer_layout` and :meth:`_build_buffer` written out in one
-        function: a batch of output rows holds thousands of small buffers, and
-        the calls cost more than the bytes.
-        """
-        n = len(data)
-        if n < _U32_SIZE:
-            raise ValueError("buffer payload is shorter than its metadata length prefix")
-        end = _U32_SIZE + _U32_UNPACK_FROM(data)[0]
-        if end > n:
-            raise ValueError(f"metadata length {end - _U32_SIZE} runs past the end of the {n}-byte payload")
-        key = (code, bytes(data[_U32_SIZE:end]))
-        cache = self._layouts
-        layout = cache.get(key) if cache is not None else None
-        if layout is None:
-            layout = self._new_layout(key)
-        raw = data[end:]
-        if code == wire.EXT_ARRAY:
-            return buffers.array_from_layout(layout, raw, self.limits)
+        """The tensor, ndarray or array of an in-band buffer ext."""
+        layout, raw = self._buffer_layout(code, data, out_of_band=False)
         # a writable body (bytearray, a ZeroMQ frame received with copy=False) is used in place
-        if code == wire.EXT_TORCH_TENSOR:
-            return buffers.tensor_from_layout(layout, raw, not data.readonly)
-        return buffers.ndarray_from_layout(layout, raw, not data.readonly)
+        return self._build_buffer(code, layout, raw, writable=not data.readonly)
 
     def _ext_value(self, code: int, data: memoryview) -> Any:
         limits = self.limits
@@ -538,11 +513,8 @@ class ReferenceCodec:
             layout = buffers.ndarray_layout(metadata, self.limits)
         else:
             layout = buffers.array_layout(metadata, self.limits)
-        cache = self._layouts
-        if cache is not None:
-            if len(cache) >= _LAYOUT_CACHE_SIZE:
-                cache.clear()  # bounded whatever a peer sends; refilled by what recurs
-            cache[key] = layout
+        if self._layouts is not None:
+            _remember(self._layouts, key, layout)
         return layout
 
     def _build_buffer(self, code: int, layout: Any, raw: memoryview, writable: bool) -> Any:
@@ -606,6 +578,16 @@ def _refuse_leaf(value: object, path: Tuple) -> None:
 
 
 _PLAIN_SORTABLE = frozenset({int, str})
+
+
+def _remember(cache: Dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` under ``key`` in a cache bounded to :data:`_LAYOUT_CACHE_SIZE` entries.
+
+    Full, the cache starts over: bounded whatever a peer sends, refilled by what recurs.
+    """
+    if len(cache) >= _LAYOUT_CACHE_SIZE:
+        cache.clear()
+    cache[key] = value
 
 
 def _canonical_set(value: object) -> object:

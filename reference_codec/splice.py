@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import msgspec
 import numpy as np
@@ -72,10 +72,6 @@ class BufferSplicer:
         self._records.append((code, layout_head, raw))
         return msgspec.Raw(self._prefix + wire.U32.pack(len(self._records) - 1))
 
-    def holds_buffers(self) -> bool:
-        """Whether any buffer was held back (so the body has placeholders)."""
-        return bool(self._records)
-
     def assemble(self, body: bytes) -> Optional[memoryview]:
         """The frame ``body`` stands for, written once; ``None`` if a placeholder is missing or repeated."""
         records = self._records
@@ -91,36 +87,26 @@ class BufferSplicer:
             start = body.find(prefix, start + width)
         if sorted(i for _, i in found) != list(range(len(records))):
             return None
-        total = len(body) - width * len(records)
-        total += sum(_EXT32.size + len(head) + len(raw) for _, head, raw in records)
-        # Where the largest buffer's bytes start in the frame: the frame is placed in its
-        # allocation so that they sit at an ALIGNMENT boundary, and a decode of this frame
-        # in this process (a round trip, an in-process hop) can view them in place.
-        largest = max(range(len(found)), key=lambda k: len(records[found[k][1]][2]))
-        start_of_largest = 0
-        for k, (offset, index) in enumerate(found):
-            _, head, raw = records[index]
-            if k == largest:
-                start_of_largest += offset + _EXT32.size + len(head)
-                break
-            start_of_largest += _EXT32.size + len(head) + len(raw) - width
-        store = np.empty(total + ALIGNMENT, dtype=np.uint8)
-        shift = -(store.ctypes.data + start_of_largest) % ALIGNMENT
-        frame = store[shift : shift + total]
-        out = 0
+        # The frame in pieces: body up to a placeholder, ext header with the layout head, the buffer; ...; the rest.
+        pieces: List[Any] = []
         previous = 0
         for offset, index in found:
-            out = _put(frame, out, body[previous:offset])
             code, head, raw = records[index]
-            out = _put(frame, out, _EXT32.pack(_EXT32_MARKER, len(head) + len(raw), code) + head)
-            out = _put(frame, out, raw)
+            pieces += [body[previous:offset], _EXT32.pack(_EXT32_MARKER, len(head) + len(raw), code) + head, raw]
             previous = offset + width
-        _put(frame, out, body[previous:])
+        pieces.append(body[previous:])
+        sizes = [len(p) for p in pieces]  # every buffer is a one-dimensional byte view
+        total = sum(sizes)
+        # The frame is cut from its allocation where the largest buffer's bytes sit at an
+        # ALIGNMENT boundary, so that a decode in this process (a round trip, an in-process
+        # hop) can view them in place.
+        largest = max(range(2, len(pieces), 3), key=sizes.__getitem__)
+        store = np.empty(total + ALIGNMENT, dtype=np.uint8)
+        shift = -(store.ctypes.data + sum(sizes[:largest])) % ALIGNMENT
+        frame = store[shift : shift + total]
+        at = 0
+        for piece, n in zip(pieces, sizes):
+            if n:
+                frame[at : at + n] = np.frombuffer(piece, dtype=np.uint8)
+                at += n
         return memoryview(frame)  # type: ignore[arg-type]  # numpy declares ndarray.__buffer__ only for Python >= 3.12; mypy checks 3.11
-
-
-def _put(frame: np.ndarray, at: int, data) -> int:
-    n = len(data) if not isinstance(data, memoryview) else data.nbytes
-    if n:
-        frame[at : at + n] = np.frombuffer(data, dtype=np.uint8)
-    return at + n
