@@ -91,7 +91,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.repeats > 1 or len(codecs) > 1:
         for row in summary:
             print(row_line(row))
-    if len(others):
+    if others:
         verdict = "identical" if not (mismatches or failures) else f"{len(mismatches)} mismatch(es), {len(failures)} failed run(s)"
         print(f"{verdict}: {len(baseline.outputs)} requests x {1 + len(others)} runs ({', '.join(codecs)})")
     if args.json:

@@ -54,8 +54,6 @@ class LogprobRow:
 class PrecomputedLM:
     """Tables in place of a model (see the module docstring); the same ``seed`` gives the same tables."""
 
-    precomputed = True
-
     def __init__(self, device: str = "cpu", seed: int = 0):
         self.device = torch.device(device)
         rng = np.random.default_rng(seed)
