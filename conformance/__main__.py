@@ -6,6 +6,7 @@ Usage::
     python -m conformance --codec mypkg.ipc:MsgpackCodec     # any Python object
     python -m conformance --testee "./my-gateway-testee"     # any program (PROTOCOL.md)
     python -m conformance --codec sglang --failure-list conformance/failure_lists/sglang-0.5.23.txt
+    python -m conformance --engine vllm --codec vllm      # another engine's messages and codecs
 
 Options of its own, then any pytest arguments (``-n 2``, ``-k roundtrip``, ``-x``).
 
@@ -30,6 +31,7 @@ import signal
 import sys
 from typing import List, Optional
 
+from .engines import ENGINE_ENV, ENGINES
 from .plugin import BUILTIN_CODECS, CODEC_ENV, TESTEE_ENV, CodecSelectionError, codec_from_environment
 
 __all__ = ["main", "console"]
@@ -44,8 +46,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Property-based conformance suite for LLM-serving IPC codecs.",
         epilog="Unrecognised arguments are passed to pytest (-n 2, -k roundtrip, -x, a test id).",
     )
+    parser.add_argument(
+        "--engine",
+        help=f"whose IPC messages: {', '.join(sorted(ENGINES))} or MODULE:ATTR naming an Engine (default: ${ENGINE_ENV}, else sglang)",
+    )
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--codec", help=f"built-in name ({', '.join(sorted(BUILTIN_CODECS))}) or MODULE:ATTR")
+    target.add_argument("--codec", help=f"built-in name of the engine (sglang: {', '.join(sorted(BUILTIN_CODECS))}; vllm: vllm, pickle) or MODULE:ATTR")
     target.add_argument("--testee", help="command of a program speaking conformance/PROTOCOL.md")
     parser.add_argument("--failure-list", help="strict known-failure list (see conformance/failure_list.py)")
     parser.add_argument("--update-failure-list", action="store_true", help="rewrite the failure list from this run")
@@ -70,6 +76,8 @@ def _interrupt_on_sigterm() -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args, pytest_args = _parser().parse_known_args(argv)
+    if args.engine:
+        os.environ[ENGINE_ENV] = args.engine
     if args.codec:
         os.environ[CODEC_ENV] = args.codec
         os.environ.pop(TESTEE_ENV, None)

@@ -3,9 +3,10 @@
 An implementation under test is any object with
 
     encode(msg) -> list of bytes-like frames
-    decode(frames) -> msg
+    decode(frames) -> msg                 (or decode(frames, type) -> msg)
 
-over reference messages (:mod:`reference_codec.schema`). It may declare
+over the messages of the selected engine (:mod:`conformance.engines`; by
+default SGLang's, the reference schema :mod:`reference_codec.schema`). It may declare
 capabilities as attributes; absent ones take the defaults of
 :class:`Capabilities`:
 
@@ -28,10 +29,13 @@ capabilities as attributes; absent ones take the defaults of
                       bool, True if ndarrays come back in native byte order
                       (values kept); the suite converts non-native ndarrays
                       before testing it (and says so)
+    typed_decode      bool, True if ``decode`` takes the message type as a
+                      second argument; required by engines whose frames do
+                      not say their type (vLLM: the socket does)
 
 Select it with ``python -m conformance --codec SPEC`` or the environment
-variable ``IPC_CONFORMANCE_CODEC=SPEC``. SPEC is a built-in name (see
-``BUILTIN_CODECS``) or ``MODULE:ATTR``, where ATTR is the object itself or a
+variable ``IPC_CONFORMANCE_CODEC=SPEC``. SPEC is a built-in name of the engine
+(``--engine``; SGLang's are ``BUILTIN_CODECS``) or ``MODULE:ATTR``, where ATTR is the object itself or a
 class or factory called with no arguments. ``--testee "CMD ARGS"`` (or
 ``IPC_CONFORMANCE_TESTEE``) selects a program speaking the testee protocol
 (``conformance/PROTOCOL.md``) instead.
@@ -43,9 +47,12 @@ import importlib
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Tuple, Type, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
 import msgspec
+
+from .engines import Engine, EngineSelectionError, engine_from_environment
+from .engines.sglang import CODECS as SGLANG_CODECS
 
 __all__ = [
     "Capabilities",
@@ -78,6 +85,7 @@ class Capabilities:
     byte_stable: bool = True
     unsupported_dtypes: Tuple[str, ...] = ()
     native_byte_order_only: bool = False
+    typed_decode: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,53 +102,18 @@ class CodecUnderTest:
     def encode(self, msg: Any):
         return self.impl.encode(msg)
 
-    def decode(self, frames):
+    def decode(self, frames, msg_type: Optional[type] = None):
+        """``impl.decode(frames, msg_type)`` for a codec that declares ``typed_decode``, else ``impl.decode(frames)``."""
+        if self.caps.typed_decode and msg_type is not None:
+            return self.impl.decode(frames, msg_type)
         return self.impl.decode(frames)
 
     def __repr__(self) -> str:
         return f"<codec {self.caps.name}: {self.impl!r}>"
 
 
-def _reference():
-    from reference_codec import ReferenceCodec
-
-    return ReferenceCodec()
-
-
-def _reference_v2():
-    from reference_codec import ReferenceCodec
-
-    codec = ReferenceCodec(out_of_band_threshold=256)
-    codec.name = "reference-v2"
-    return codec
-
-
-def _pickle():
-    from reference_codec import PickleCodec
-
-    return PickleCodec()
-
-
-def _pickle_oob():
-    from reference_codec import PickleCodec
-
-    return PickleCodec(out_of_band=True)
-
-
-def _sglang():
-    from .codecs.sglang import SGLangCodec
-
-    return SGLangCodec()
-
-
-#: Built-in implementations by name.
-BUILTIN_CODECS: Dict[str, Callable[[], Any]] = {
-    "reference": _reference,
-    "reference-v2": _reference_v2,
-    "pickle": _pickle,
-    "pickle-oob": _pickle_oob,
-    "sglang": _sglang,
-}
+#: The default (SGLang) engine's built-in codecs, by name; see :mod:`conformance.engines`.
+BUILTIN_CODECS: Dict[str, Callable[[], Any]] = SGLANG_CODECS
 
 
 def _visible_devices() -> Tuple[str, ...]:
@@ -170,20 +143,23 @@ def _capabilities(impl: Any, default_name: str) -> Capabilities:
         byte_stable=bool(getattr(impl, "byte_stable", True)),
         unsupported_dtypes=tuple(getattr(impl, "unsupported_dtypes", ())),
         native_byte_order_only=bool(getattr(impl, "native_byte_order_only", False)),
+        typed_decode=bool(getattr(impl, "typed_decode", False)),
     )
 
 
-def load_codec(spec: str) -> CodecUnderTest:
-    """Resolve a built-in name or ``MODULE:ATTR`` to the implementation under test."""
+def load_codec(spec: str, engine: Optional[Engine] = None) -> CodecUnderTest:
+    """Resolve a built-in name of ``engine`` (default: SGLang) or ``MODULE:ATTR`` to the implementation under test."""
+    if engine is None:
+        engine = _default_engine()
     if not isinstance(spec, str) or not spec.strip():
         raise CodecSelectionError("codec spec must be a built-in name or MODULE:ATTR, got an empty value")
     spec = spec.strip()
-    if spec in BUILTIN_CODECS:
-        impl = BUILTIN_CODECS[spec]()
-        return CodecUnderTest(impl, _capabilities(impl, spec))
+    if spec in engine.codecs:
+        impl = engine.codecs[spec]()
+        return _checked(CodecUnderTest(impl, _capabilities(impl, spec)), engine)
     if ":" not in spec:
         raise CodecSelectionError(
-            f"unknown codec {spec!r}: use one of {sorted(BUILTIN_CODECS)} or MODULE:ATTR (e.g. mypkg.codec:MyCodec)"
+            f"unknown codec {spec!r} for engine {engine.name}: use one of {sorted(engine.codecs)} or MODULE:ATTR (e.g. mypkg.codec:MyCodec)"
         )
     module_name, _, attr = spec.partition(":")
     try:
@@ -200,13 +176,33 @@ def load_codec(spec: str) -> CodecUnderTest:
     for method in ("encode", "decode"):
         if not callable(getattr(impl, method, None)):
             raise CodecSelectionError(f"{spec}: the implementation has no callable {method}()")
-    return CodecUnderTest(impl, _capabilities(impl, spec))
+    return _checked(CodecUnderTest(impl, _capabilities(impl, spec)), engine)
 
 
-def load_testee(command: str) -> CodecUnderTest:
+def _checked(selected: CodecUnderTest, engine: Engine) -> CodecUnderTest:
+    """``selected``, unless ``engine``'s frames carry no type and the codec cannot be told one."""
+    if engine.typed_frames and not selected.caps.typed_decode:
+        raise CodecSelectionError(
+            f"{selected.name}: engine {engine.name}'s frames do not say their type (the socket does), so the codec "
+            f"must offer decode(frames, type) and declare typed_decode = True"
+        )
+    return selected
+
+
+def _default_engine() -> Engine:
+    from .engines import load_engine
+
+    return load_engine()
+
+
+def load_testee(command: str, engine: Optional[Engine] = None) -> CodecUnderTest:
     """A program speaking the testee protocol, started with ``command``."""
     from .testee.client import TesteeCodec
 
+    if engine is not None and engine.name != "sglang":
+        raise CodecSelectionError(
+            f"the testee protocol carries reference (SGLang) messages; engine {engine.name} takes a Python codec (--codec MODULE:ATTR)"
+        )
     argv = shlex.split(command)
     if not argv:
         raise CodecSelectionError("testee command is empty")
@@ -221,28 +217,32 @@ def load_testee(command: str) -> CodecUnderTest:
 
 # ``python -m conformance`` loads the selection once to fail early and the
 # suite, in the same process, reuses it (a testee program starts only once).
-_loaded: Dict[Tuple[str, str], CodecUnderTest] = {}
+_loaded: Dict[Tuple[str, str, str], CodecUnderTest] = {}
 
 
 def codec_from_environment() -> CodecUnderTest:
-    """The implementation named by the environment; fails loudly when none is.
+    """The implementation named by the environment, within the engine it names; fails loudly when none is.
 
     Loaded once per process and selection; the caller that finishes with it
     closes it (the suite's ``codec`` fixture does).
     """
+    try:
+        engine = engine_from_environment()
+    except EngineSelectionError as exc:
+        raise CodecSelectionError(str(exc)) from exc
     testee = os.environ.get(TESTEE_ENV)
     spec = os.environ.get(CODEC_ENV)
-    key = ("testee", testee) if testee else ("codec", spec or "")
+    key = (engine.name, "testee", testee) if testee else (engine.name, "codec", spec or "")
     if key in _loaded:
         return _loaded[key]
     if testee:
-        selected = load_testee(testee)
+        selected = load_testee(testee, engine)
     elif not spec:
         raise CodecSelectionError(
             f"no implementation selected: run `python -m conformance --codec NAME|MODULE:ATTR` "
-            f"or set {CODEC_ENV} (built-in names: {', '.join(sorted(BUILTIN_CODECS))})"
+            f"or set {CODEC_ENV} (built-in names for engine {engine.name}: {', '.join(sorted(engine.codecs))})"
         )
     else:
-        selected = load_codec(spec)
+        selected = load_codec(spec, engine)
     _loaded[key] = selected
     return selected

@@ -18,13 +18,14 @@ import hypothesis
 import hypothesis.strategies as st
 import pytest
 
-from reference_codec.schema import MESSAGE_TYPES
-
 from . import variant_coverage
+from .engines import engine_from_environment
 from .equivalence import differences
 from .failures import NO_MESSAGE, PropertyFailure, summarise
 
 __all__ = [
+    "ENGINE",
+    "MESSAGE_TYPES",
     "MESSAGE_TAGS",
     "each_message_type",
     "message_strategy",
@@ -37,6 +38,9 @@ __all__ = [
     "MAX_DIFFERENCES",
 ]
 
+#: The engine whose messages the properties draw (``--engine``; SGLang by default).
+ENGINE = engine_from_environment()
+MESSAGE_TYPES = ENGINE.types
 MESSAGE_TAGS: List[str] = sorted(MESSAGE_TYPES)
 
 #: ``@each_message_type`` parametrizes a test by wire tag, so each message type is its own test id.
@@ -69,10 +73,8 @@ def draw_message(data: Any, tag: str, codec: Any = None, label: str = "message")
 
 
 def message_strategy(tag: str, codec: Any = None) -> st.SearchStrategy:
-    """Messages of type ``tag``; adapted to ``codec``'s declared ``unsupported_dtypes`` when given."""
-    import strategies  # noqa: F401 - registers st.from_type for the schema and loads the profile
-
-    base = st.from_type(MESSAGE_TYPES[tag])
+    """Messages of type ``tag`` of the engine; adapted to ``codec``'s declared ``unsupported_dtypes`` when given."""
+    base = ENGINE.message_strategy(MESSAGE_TYPES[tag])
     caps = getattr(codec, "caps", None)
     unsupported = getattr(caps, "unsupported_dtypes", ())
     native_only = getattr(caps, "native_byte_order_only", False)

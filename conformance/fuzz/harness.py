@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from conformance.peak_memory import PeakMeter
-from reference_codec.schema import MESSAGE_TYPES
 
 from .pickle_probe import PickleProbe
 
@@ -34,9 +33,6 @@ __all__ = ["Outcome", "Harness", "OK_KINDS", "FINDING_KINDS"]
 OK_KINDS = ("decoded", "rejected")
 #: What breaks the contract. ``hang`` and ``crash`` are seen only by the loop's watchdog (the process is gone).
 FINDING_KINDS = ("other-exception", "not-a-message", "not-re-encodable", "slow", "memory", "code-executed", "hang", "crash")
-
-_MESSAGE_CLASSES = tuple(MESSAGE_TYPES.values())
-
 
 @dataclass(frozen=True)
 class Outcome:
@@ -63,23 +59,42 @@ class Outcome:
 
 
 class Harness:
-    """Decodes inputs with ``codec`` (a :class:`~conformance.plugin.CodecUnderTest`) and classifies each."""
+    """Decodes inputs with ``codec`` (a :class:`~conformance.plugin.CodecUnderTest`) and classifies each.
 
-    def __init__(self, codec: Any, probe: PickleProbe, *, time_bound: float = 2.0, memory_bound: int = 256 << 20):
+    A decoded value must be one of ``message_types`` (default: the reference
+    schema's, SGLang's) or, for a codec with ``typed_decode`` told the type the
+    frames were sent as, of that type.
+    """
+
+    def __init__(
+        self,
+        codec: Any,
+        probe: PickleProbe,
+        *,
+        time_bound: float = 2.0,
+        memory_bound: int = 256 << 20,
+        message_types: Optional[Iterable[type]] = None,
+    ):
+        if message_types is None:
+            from reference_codec.schema import MESSAGE_TYPES
+
+            message_types = MESSAGE_TYPES.values()
+        self.message_classes = tuple(message_types)
         self.codec = codec
         self.probe = probe
         self.time_bound = time_bound
         self.memory_bound = memory_bound
         self.meter = PeakMeter()
 
-    def run(self, frames: Sequence[bytes]) -> Outcome:
+    def run(self, frames: Sequence[bytes], msg_type: Optional[type] = None) -> Outcome:
+        """Decode ``frames`` (as ``msg_type`` for a typed codec) and classify what happened."""
         codec = self.codec
         decode_error = codec.caps.decode_error
         self.meter.start()
         start = time.perf_counter()
         kind, error_type, error = "decoded", "", ""
         try:
-            decoded = codec.decode(list(frames))
+            decoded = codec.decode(list(frames), msg_type)
         except decode_error as exc:
             kind, error_type, error = "rejected", type(exc).__name__, _first_line(exc)
         except RecursionError as exc:  # before Exception: the traceback alone is megabytes
@@ -89,7 +104,9 @@ class Harness:
         except BaseException as exc:  # SystemExit from a decoder ends a receiver loop just the same
             kind, error_type, error = "other-exception", type(exc).__name__, _first_line(exc)
         else:
-            if not isinstance(decoded, _MESSAGE_CLASSES):
+            # A tagged frame damaged into another valid tag is still a message; a typed decode must give its type.
+            expected = msg_type if msg_type is not None and codec.caps.typed_decode else self.message_classes
+            if not isinstance(decoded, expected):
                 kind, error_type, error = "not-a-message", type(decoded).__name__, ""
         seconds = time.perf_counter() - start
         if kind == "decoded":

@@ -19,7 +19,7 @@ import pytest
 
 from conformance import shrinking
 from conformance.plugin import CodecSelectionError, codec_from_environment
-from reference_codec import PickleCodec, ReferenceCodec
+from conformance.properties import ENGINE
 
 pytest_plugins = ("conformance.variant_coverage", "conformance.shrinking", "conformance.report", "conformance.failure_list")
 
@@ -65,10 +65,11 @@ def codec():
 
 
 @pytest.fixture(scope="session")
-def reference():
-    return ReferenceCodec()
+def engine():
+    """The engine whose messages the suite draws (``--engine``)."""
+    return ENGINE
 
 
 @pytest.fixture(scope="session")
 def pickle_baseline():
-    return PickleCodec()
+    return ENGINE.pickle_baseline()

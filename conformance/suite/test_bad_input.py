@@ -23,7 +23,7 @@ from conformance.fuzz.bytes_mutations import mutate_bytes
 from conformance.fuzz.choices import HypothesisChoices
 from conformance.fuzz.harness import Harness
 from conformance.fuzz.pickle_probe import PickleProbe
-from conformance.properties import MESSAGE_TAGS, PropertyFailure, draw_message, each_message_type, frames_bytes
+from conformance.properties import MESSAGE_TAGS, MESSAGE_TYPES, PropertyFailure, draw_message, each_message_type, frames_bytes
 
 #: Generous: CI machines are shared; a decoder that needs this long for one small frame is broken anyway.
 TIME_BOUND_S = 10.0
@@ -46,15 +46,15 @@ def probe():
 
 @pytest.fixture(scope="module")
 def harness(codec, probe):
-    return Harness(codec, probe, time_bound=TIME_BOUND_S, memory_bound=MEMORY_BOUND)
+    return Harness(codec, probe, time_bound=TIME_BOUND_S, memory_bound=MEMORY_BOUND, message_types=MESSAGE_TYPES.values())
 
 
 def _frames_text(frames) -> str:
     return str([bytes(f)[:96].hex() + ("..." if len(f) > 96 else "") for f in frames])
 
 
-def _check(harness, frames, msg, how: str) -> None:
-    outcome = harness.run(frames)
+def _check(harness, frames, msg, how: str, msg_type=None) -> None:
+    outcome = harness.run(frames, msg_type if msg_type is not None else _type_of(msg))
     if outcome.is_finding:
         found = outcome.kind + (f" {outcome.error_type}" if outcome.error_type else "") + (f": {outcome.error}" if outcome.error else "")
         raise PropertyFailure(
@@ -77,6 +77,11 @@ def test_damaged_frames_give_a_message_or_the_declared_decode_error(codec, harne
     frames = frames_bytes(codec.encode(msg))
     damaged = mutate_bytes(frames, HypothesisChoices(data))
     _check(harness, damaged, msg, "byte damage")
+
+
+def _type_of(msg):
+    """The type a receiver expects the frames made from ``msg`` to be (its socket's type); None without a message."""
+    return None if msg is None else type(msg)
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
@@ -102,7 +107,7 @@ def test_pickle_payloads_never_run_wherever_they_are_placed(codec, harness, prob
     span = data.draw(st.sampled_from(places), label="replaced value")
     body = seed.frames[0]
     frames = [payload] if span is None else [body[: span.start] + payload + body[span.end :]] + seed.frames[1:]
-    outcome = harness.run(frames)
+    outcome = harness.run(frames, type(msg))
     if outcome.kind == "code-executed":
         raise PropertyFailure(
             codec=codec.name,
@@ -142,7 +147,7 @@ def test_a_frame_list_of_the_wrong_length_is_rejected(codec, fault, data):
 def _must_reject(codec, frames, fault: str, msg) -> None:
     """The frame-count property's check: ``frames`` raise the declared decode error."""
     try:
-        decoded = codec.decode(frames)
+        decoded = codec.decode(frames, type(msg))
     except codec.caps.decode_error:
         return
     except Exception as exc:
@@ -160,6 +165,7 @@ def _must_reject(codec, frames, fault: str, msg) -> None:
     )
 
 
-@given(junk=st.lists(st.binary(max_size=64), min_size=0, max_size=3))
-def test_arbitrary_bytes_give_a_message_or_the_declared_decode_error(codec, harness, junk):
-    _check(harness, junk, None, "arbitrary bytes")
+@given(junk=st.lists(st.binary(max_size=64), min_size=0, max_size=3), tag=st.sampled_from(MESSAGE_TAGS))
+def test_arbitrary_bytes_give_a_message_or_the_declared_decode_error(codec, harness, junk, tag):
+    """``tag``: the type the receiving socket expects, for engines whose frames do not say theirs."""
+    _check(harness, junk, None, "arbitrary bytes", MESSAGE_TYPES[tag] if codec.caps.typed_decode else None)

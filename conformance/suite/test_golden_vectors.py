@@ -7,7 +7,8 @@ contract; ``n_`` frames must raise the codec's declared decode error;
 ``i_`` frames may do either, but nothing else (and, when the file gives an
 expected value, a successful decode must equal it). The vectors are wire
 bytes, so codecs that do not declare wire compatibility skip them, and v2
-vectors need a codec that declares out-of-band support.
+vectors need a codec that declares out-of-band support. They are the
+engine's (``Engine.vectors_dir``); an engine without vectors has no such test.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import pytest
 
 from conformance.equivalence import differences
 from conformance.neutral import from_neutral
-from conformance.properties import MAX_DIFFERENCES, PropertyFailure, summarise
+from conformance.properties import ENGINE, MAX_DIFFERENCES, PropertyFailure, summarise
 from conformance.vectors import GoldenVector, load_vectors
 
-VECTORS = load_vectors()
+VECTORS = load_vectors(ENGINE.vectors_dir) if ENGINE.vectors_dir else []
 
 
 def _error_names(errors: Union[Type[BaseException], Tuple[Type[BaseException], ...]]) -> str:

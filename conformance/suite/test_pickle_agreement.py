@@ -28,5 +28,5 @@ def test_decodes_to_what_pickle_decodes(codec, pickle_baseline, tag, data):
         except pickle_baseline.decode_error:
             event("pickle baseline cannot restore this message")
             expected = msg
-    decoded = codec.decode(codec.encode(msg))
+    decoded = codec.decode(codec.encode(msg), type(msg))
     check_equivalent(expected, decoded, codec=codec.name, what="differs from what pickle decodes", msg=msg)

@@ -1,0 +1,119 @@
+"""The engine description every generic part of the suite reads, and how one is selected."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional
+
+__all__ = ["Engine", "ENGINES", "ENGINE_ENV", "DEFAULT_ENGINE", "EngineSelectionError", "load_engine", "engine_from_environment"]
+
+ENGINE_ENV = "IPC_CONFORMANCE_ENGINE"
+DEFAULT_ENGINE = "sglang"
+
+#: Built-in engines: name -> ``MODULE:ATTR`` of its :class:`Engine` (imported only when selected).
+ENGINES: Mapping[str, str] = {
+    "sglang": "conformance.engines.sglang:ENGINE",
+    "vllm": "conformance.engines.vllm:ENGINE",
+}
+
+
+class EngineSelectionError(RuntimeError):
+    """The engine named cannot be found or loaded (its package is not installed, the spec is wrong)."""
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine's IPC wire as the suite sees it.
+
+    Attributes
+    ----------
+    name, description
+        Shown in the run's header and in errors.
+    message_types
+        ``() -> {name: class}``: every message type a socket of the engine
+        carries; each name is a test id (``test_roundtrip[EngineCoreRequest]``).
+        Called once, after :attr:`setup`.
+    message_strategy
+        ``(class) -> SearchStrategy`` of valid messages of that type.
+    codecs
+        Built-in codecs by name: ``--codec NAME`` within this engine. Each
+        value is a factory called with no arguments.
+    pickle_baseline
+        Factory of the codec the pickle-agreement property compares with.
+    typed_frames
+        False: a frame says its own type (a tag), ``decode(frames)``. True:
+        the socket's declared type says it, and a codec under test must offer
+        ``decode(frames, type)`` (``typed_decode = True``).
+    wire_reference
+        ``(out_of_band: bool) -> codec`` whose bytes define the engine's wire,
+        read and written by the producer/consumer and schema-evolution
+        properties for codecs that declare ``wire_compatible``. ``None``: the
+        engine has no wire reference and those properties are skipped.
+    vectors_dir
+        Golden vectors (``conformance/vectors`` layout), or ``None``.
+    setup
+        Run once when the engine is loaded: imports, environment the engine
+        reads at import, equivalence rules (``register_rule``).
+    """
+
+    name: str
+    description: str
+    message_types: Callable[[], Mapping[str, type]]
+    message_strategy: Callable[[type], Any]
+    codecs: Mapping[str, Callable[[], Any]]
+    pickle_baseline: Callable[[], Any]
+    typed_frames: bool = False
+    wire_reference: Optional[Callable[[bool], Any]] = None
+    vectors_dir: Optional[str] = None
+    setup: Callable[[], None] = _nothing
+
+    @functools.cached_property
+    def types(self) -> Mapping[str, type]:
+        """:attr:`message_types`, resolved once."""
+        found = dict(self.message_types())
+        if not found:
+            raise EngineSelectionError(f"engine {self.name!r} declares no message types")
+        return found
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+_loaded: Dict[str, Engine] = {}
+
+
+def load_engine(spec: Optional[str] = None) -> Engine:
+    """The engine named by ``spec`` (a key of :data:`ENGINES` or ``MODULE:ATTR``), set up once per process."""
+    spec = (spec or DEFAULT_ENGINE).strip()
+    if spec in _loaded:
+        return _loaded[spec]
+    target = ENGINES.get(spec, spec)
+    if ":" not in target:
+        raise EngineSelectionError(f"unknown engine {spec!r}: use one of {sorted(ENGINES)} or MODULE:ATTR naming an Engine")
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise EngineSelectionError(f"engine {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    engine = getattr(module, attr, None)
+    if not isinstance(engine, Engine):
+        raise EngineSelectionError(f"engine {spec!r}: {target} is {engine!r}, not a conformance.engines.Engine")
+    try:
+        engine.setup()
+        engine.types  # noqa: B018 - resolve now: a missing engine package fails here, with its name
+    except ImportError as exc:
+        raise EngineSelectionError(f"engine {spec!r} needs its package installed: {exc}") from exc
+    _loaded[spec] = engine
+    return engine
+
+
+def engine_from_environment() -> Engine:
+    """The engine ``$IPC_CONFORMANCE_ENGINE`` names (default ``sglang``)."""
+    return load_engine(os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE)

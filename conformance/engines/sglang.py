@@ -1,0 +1,89 @@
+"""SGLang: the reference schema (``reference_codec.schema``, mirroring SGLang 0.5.23), the default engine.
+
+Frames carry their type (the reference wire's tag). The built-in codecs are
+the reference codec (wire v1 and v2), the pickle baseline (in-band and
+out-of-band) and SGLang's own codec through :mod:`conformance.codecs.sglang`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Mapping
+
+from conformance.vectors.format import VECTORS_DIR
+
+from .profile import Engine
+
+__all__ = ["ENGINE", "CODECS"]
+
+
+def _reference():
+    from reference_codec import ReferenceCodec
+
+    return ReferenceCodec()
+
+
+def _reference_v2():
+    from reference_codec import ReferenceCodec
+
+    codec = ReferenceCodec(out_of_band_threshold=256)
+    codec.name = "reference-v2"
+    return codec
+
+
+def _pickle():
+    from reference_codec import PickleCodec
+
+    return PickleCodec()
+
+
+def _pickle_oob():
+    from reference_codec import PickleCodec
+
+    return PickleCodec(out_of_band=True)
+
+
+def _sglang():
+    from conformance.codecs.sglang import SGLangCodec
+
+    return SGLangCodec()
+
+
+#: Built-in codecs of this engine, by ``--codec`` name.
+CODECS: Dict[str, Callable[[], Any]] = {
+    "reference": _reference,
+    "reference-v2": _reference_v2,
+    "pickle": _pickle,
+    "pickle-oob": _pickle_oob,
+    "sglang": _sglang,
+}
+
+
+def _message_types() -> Mapping[str, type]:
+    from reference_codec.schema import MESSAGE_TYPES
+
+    return MESSAGE_TYPES
+
+
+def _message_strategy(cls: type):
+    import hypothesis.strategies as st
+
+    import strategies  # noqa: F401 - registers st.from_type for the schema and loads the profile
+
+    return st.from_type(cls)
+
+
+def _wire_reference(out_of_band: bool):
+    return _reference_v2() if out_of_band else _reference()
+
+
+ENGINE = Engine(
+    name="sglang",
+    description="SGLang 0.5.23's IPC messages (the reference schema), tagged frames",
+    message_types=_message_types,
+    message_strategy=_message_strategy,
+    codecs=CODECS,
+    pickle_baseline=_pickle,
+    typed_frames=False,
+    wire_reference=_wire_reference,
+    vectors_dir=VECTORS_DIR,
+)
