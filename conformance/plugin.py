@@ -32,6 +32,14 @@ capabilities as attributes; absent ones take the defaults of
     typed_decode      bool, True if ``decode`` takes the message type as a
                       second argument; required by engines whose frames do
                       not say their type (vLLM: the socket does)
+    keeps_requires_grad
+                      bool, False if tensors arrive detached from autograd
+                      (values kept); the suite detaches tensors before
+                      testing it (and says so)
+    structured_ndarrays
+                      bool, False if ndarrays of structured (void) dtypes
+                      cannot be sent; the suite sends their bytes as uint8
+                      arrays instead (and says so)
 
 Select it with ``python -m conformance --codec SPEC`` or the environment
 variable ``IPC_CONFORMANCE_CODEC=SPEC``. SPEC is a built-in name of the engine
@@ -86,6 +94,8 @@ class Capabilities:
     unsupported_dtypes: Tuple[str, ...] = ()
     native_byte_order_only: bool = False
     typed_decode: bool = False
+    keeps_requires_grad: bool = True
+    structured_ndarrays: bool = True
 
 
 @dataclass(frozen=True)
@@ -144,6 +154,8 @@ def _capabilities(impl: Any, default_name: str) -> Capabilities:
         unsupported_dtypes=tuple(getattr(impl, "unsupported_dtypes", ())),
         native_byte_order_only=bool(getattr(impl, "native_byte_order_only", False)),
         typed_decode=bool(getattr(impl, "typed_decode", False)),
+        keeps_requires_grad=bool(getattr(impl, "keeps_requires_grad", True)),
+        structured_ndarrays=bool(getattr(impl, "structured_ndarrays", True)),
     )
 
 

@@ -78,14 +78,30 @@ def message_strategy(tag: str, codec: Any = None) -> st.SearchStrategy:
     caps = getattr(codec, "caps", None)
     unsupported = getattr(caps, "unsupported_dtypes", ())
     native_only = getattr(caps, "native_byte_order_only", False)
-    if not unsupported and not native_only:
+    keeps_grad = getattr(caps, "keeps_requires_grad", True)
+    structured = getattr(caps, "structured_ndarrays", True)
+    if not unsupported and not native_only and keeps_grad and structured:
         return base
-    return base.map(lambda msg: without_dtypes(msg, unsupported, native_byte_order=native_only))
+    return base.map(
+        lambda msg: without_dtypes(msg, unsupported, native_byte_order=native_only, requires_grad=keeps_grad, structured_ndarrays=structured)
+    )
 
 
-def without_dtypes(msg: Any, names, *, native_byte_order: bool = False) -> Any:
-    """``msg`` adapted to a codec's declared gaps: tensors of a dtype in ``names`` cast to float32,
-    and, with ``native_byte_order``, non-native ndarrays converted to native byte order (same values)."""
+def without_dtypes(
+    msg: Any, names, *, native_byte_order: bool = False, requires_grad: bool = True, structured_ndarrays: bool = True
+) -> Any:
+    """``msg`` adapted to a codec's declared gaps: tensors of a dtype in ``names`` cast to float32;
+    with ``native_byte_order``, non-native ndarrays converted to native byte order (same values);
+    without ``requires_grad``, tensors detached from autograd (same values); without
+    ``structured_ndarrays``, structured (void) ndarrays replaced by their bytes as uint8
+    (one more axis, of the item size).
+
+    Reaches tensors inside structs, dataclasses, NamedTuples, lists, tuples and
+    mappings (a ``UserDict`` keeps its class)."""
+    import collections
+    import copy
+    import dataclasses
+
     import msgspec
     import numpy as np
     import torch
@@ -100,18 +116,35 @@ def without_dtypes(msg: Any, names, *, native_byte_order: bool = False) -> Any:
                 hypothesis.event(f"tensor dtype {value.dtype} cast to float32: the codec declares it unsupported")
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # complex -> float32 drops the imaginary part, knowingly
-                    return value.detach().to(torch.float32).requires_grad_(value.requires_grad)
+                    value = value.detach().to(torch.float32).requires_grad_(value.requires_grad)
+            if value.requires_grad and not requires_grad:
+                hypothesis.event("tensor detached from autograd: the codec declares it does not carry requires_grad")
+                value = value.detach()
             return value
+        if not structured_ndarrays and isinstance(value, np.ndarray) and value.dtype.kind == "V":
+            hypothesis.event("structured ndarray sent as its bytes (uint8): the codec declares it cannot carry structured dtypes")
+            return np.frombuffer(value.tobytes(), np.uint8).reshape(value.shape + (value.dtype.itemsize,))
         if native_byte_order and isinstance(value, np.ndarray) and _non_native(value.dtype):
             hypothesis.event("ndarray converted to native byte order: the codec declares it loses byte order")
             return value.astype(value.dtype.newbyteorder("="))
         if isinstance(value, msgspec.Struct):
             changes = {f: walk(getattr(value, f)) for f in value.__struct_fields__}
             return msgspec.structs.replace(value, **changes)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            new = copy.copy(value)
+            for f in dataclasses.fields(value):
+                object.__setattr__(new, f.name, walk(getattr(value, f.name)))  # frozen and init=False fields too
+            return new
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            return type(value)._make(walk(v) for v in value)
         if type(value) in (list, tuple):
             return type(value)(walk(v) for v in value)
         if type(value) is dict:
             return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, collections.UserDict):
+            new = copy.copy(value)
+            new.data = {k: walk(v) for k, v in value.data.items()}
+            return new
         return value
 
     return walk(msg)

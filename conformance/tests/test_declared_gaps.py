@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+from typing import Any, NamedTuple
+
 import numpy as np
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,3 +40,34 @@ def test_a_non_native_ndarray_is_found_at_any_depth_and_converted_to_native_with
 def test_native_and_single_byte_arrays_are_not_reported():
     assert not has_non_native_ndarray(_with_mask(np.zeros(2, "<i4"), np.zeros(3, "|u1")))
     assert not has_non_native_ndarray(minimal(s.BatchStrOutput))
+
+
+class _Pair(NamedTuple):
+    left: Any
+    right: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    inner: Any
+    hidden: Any = dataclasses.field(default=None, init=False)
+
+
+class _Items(collections.UserDict):
+    pass
+
+
+@settings(max_examples=1)
+@given(st.none())
+def test_tensors_are_detached_and_structured_arrays_sent_as_bytes_inside_dataclasses_namedtuples_and_userdicts(_):
+    grad = torch.ones(2, requires_grad=True)
+    record = np.array([(1, 2.5)], dtype=[("a", "<i2"), ("b", "<f4")])
+    msg = _Items({"x": _Frozen(_Pair(grad, [record]))})
+    adapted = without_dtypes(msg, (), requires_grad=False, structured_ndarrays=False)
+    assert type(adapted) is _Items and type(adapted["x"]) is _Frozen and type(adapted["x"].inner) is _Pair
+    tensor, (raw,) = adapted["x"].inner
+    assert not tensor.requires_grad and tensor.tolist() == [1.0, 1.0]
+    assert raw.dtype == np.uint8 and raw.shape == (1, 6) and raw.tobytes() == record.tobytes()
+    assert msg["x"].inner.left is grad and grad.requires_grad  # the caller's message is not changed
+    kept = without_dtypes(msg, ())
+    assert kept["x"].inner.left.requires_grad and kept["x"].inner.right[0] is record
