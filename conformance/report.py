@@ -85,12 +85,16 @@ def _examples() -> Optional[int]:
 
 
 def _reproduce_line(item) -> str:
+    from .engines.profile import DEFAULT_ENGINE, ENGINE_ENV
     from .plugin import CODEC_ENV, TESTEE_ENV
 
     if os.environ.get(TESTEE_ENV):
         selector = f"--testee {shlex.quote(os.environ[TESTEE_ENV])}"
     else:
         selector = f"--codec {shlex.quote(os.environ.get(CODEC_ENV, '?'))}"
+    engine = os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
+    if engine != DEFAULT_ENGINE:
+        selector = f"--engine {shlex.quote(engine)} {selector}"
     path = str(item.path)
     rel = os.path.relpath(path)
     target = (path if rel.startswith("..") else rel) + "::" + item.nodeid.partition("::")[2]
@@ -194,8 +198,9 @@ class ConformanceReport:
         codec = _selected_codec()
         budget = config.stash.get(SHRINK_BUDGET, None)
         lines = []
+        engine = os.environ.get("IPC_CONFORMANCE_ENGINE") or "sglang"
         if codec is not None:
-            lines.append(f"conformance: testing {codec.name} ({codec.impl!r})")
+            lines.append(f"conformance: testing {codec.name} ({codec.impl!r}) on engine {engine}'s messages")
             lines.append(f"conformance: it declares {_capabilities_text(codec.caps)}")
         lines.append(
             f"conformance: Hypothesis profile {_profile()!r}, {_examples()} examples per property and message type"
@@ -313,6 +318,7 @@ class ConformanceReport:
             json.dump(
                 {
                     "verdict": "PASSED" if self.line and self.line.startswith("CONFORMANCE SUITE PASSED") else "FAILED",
+                    "engine": os.environ.get("IPC_CONFORMANCE_ENGINE") or "sglang",
                     "codec": os.environ.get("IPC_CONFORMANCE_CODEC") or os.environ.get("IPC_CONFORMANCE_TESTEE"),
                     "codec_name": codec.name if codec is not None else None,
                     "capabilities": _capabilities_dict(codec.caps) if codec is not None else None,

@@ -61,15 +61,17 @@ class VariantCoverage:
 
     def gather(self) -> Dict[str, Any]:
         """Every process's observations against the schema's expected variants."""
-        from reference_codec.schema import MESSAGE_TYPES
+        from conformance.engines import engine_from_environment
         from strategies.coverage import CoverageReport, expected_sites
+
+        message_types = engine_from_environment().types
 
         observed: Set[Observation] = set(_observed or ())
         for name in os.listdir(self.directory):
             with open(os.path.join(self.directory, name), encoding="utf-8") as fh:
                 observed |= {tuple(o) for o in json.load(fh)}
-        names = tuple(sorted(MESSAGE_TYPES))
-        report = CoverageReport(expected_sites([MESSAGE_TYPES[n] for n in names]), observed, {}, names)
+        names = tuple(sorted(message_types))
+        report = CoverageReport(expected_sites([message_types[n] for n in names]), observed, {}, names)
         gaps = [f"{site.owner}.{site.position} {sorted(missing)}" for site, missing in report.gaps]
         expected = report.expected_count
         missing = sum(len(m) for _, m in report.gaps)

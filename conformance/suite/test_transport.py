@@ -10,6 +10,7 @@ message type, as the engine's own sockets do.
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import zmq
@@ -20,6 +21,8 @@ from conformance.properties import ENGINE, MESSAGE_TAGS, PropertyFailure, check_
 from reference_codec import transport
 
 SENDERS = 3
+#: How long the receiver waits for a message no sender reported failing.
+RECEIVE_TIMEOUT_S = 20.0
 
 
 @pytest.fixture(params=["ipc", "tcp"], scope="module")
@@ -28,6 +31,22 @@ def endpoint(request, tmp_path_factory):
         return f"ipc://{tmp_path_factory.mktemp('zmq')}/suite.sock"
     return "tcp://127.0.0.1:*"
 
+
+
+def _receive(pull, threads, errors, codec, streams, received):
+    """The next multipart message; a sender's failure is reported as soon as the message it failed on is due."""
+    deadline = time.monotonic() + RECEIVE_TIMEOUT_S
+    while not pull.poll(50):
+        if errors and not any(t.is_alive() for t in threads):
+            k, i, exc = errors[0]
+            raise PropertyFailure(
+                codec=codec.name,
+                what=f"sender {k} could not send message {i}: {type(exc).__qualname__}: {str(exc)[:200]}",
+                message=streams[k][i],
+            )
+        if time.monotonic() > deadline:
+            raise PropertyFailure(codec=codec.name, what=f"a message was lost: {len(received)} of {sum(map(len, streams))} arrived")
+    return pull.recv_multipart(copy=False)
 
 
 def _decode_received(codec, frames, key, msg):
@@ -55,7 +74,6 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
     ctx = zmq.Context()
     pull = ctx.socket(zmq.PULL)
     pull.linger = 0
-    pull.rcvtimeo = 20_000
     pull.bind(endpoint)
     address = pull.getsockopt_string(zmq.LAST_ENDPOINT)
     errors = []
@@ -64,13 +82,14 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
         push = ctx.socket(zmq.PUSH)
         push.linger = 5_000
         push.connect(address)
+        i = 0
         try:
             for i, msg in enumerate(streams[k]):
                 # A two-frame envelope [sender, index] ahead of the codec's frames keeps matching codec-independent.
                 frames = [f"{k}".encode(), f"{i}".encode(), *codec.encode(msg)]
                 push.send_multipart(frames, copy=False)
         except Exception as exc:  # reported by the receiving side
-            errors.append(exc)
+            errors.append((k, i, exc))
         finally:
             push.close()
 
@@ -80,10 +99,7 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
     received = {}
     try:
         for _ in range(sum(map(len, streams))):
-            try:
-                frames = pull.recv_multipart(copy=False)
-            except zmq.Again:
-                raise PropertyFailure(codec=codec.name, what=f"a message was lost: {len(received)} of {sum(map(len, streams))} arrived") from None
+            frames = _receive(pull, threads, errors, codec, streams, received)
             key = (int(bytes(frames[0])), int(bytes(frames[1])))
             if key in received:
                 raise PropertyFailure(codec=codec.name, what=f"message {key} arrived twice")
@@ -93,8 +109,6 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
             t.join()
         pull.close()
         ctx.term()
-    if errors:
-        raise errors[0]
     for k, stream in enumerate(streams):
         for i, msg in enumerate(stream):
             check_equivalent(msg, received[(k, i)], codec=codec.name, what=f"message {i} of sender {k} changed in transit", msg=msg)
