@@ -160,7 +160,7 @@ def _capabilities(impl: Any, default_name: str) -> Capabilities:
 
 
 def load_codec(spec: str, engine: Optional[Engine] = None) -> CodecUnderTest:
-    """Resolve a built-in name of ``engine`` (default: SGLang) or ``MODULE:ATTR`` to the implementation under test."""
+    """Resolve a built-in name of ``engine`` (default: the environment's, else SGLang) or ``MODULE:ATTR`` to the implementation under test."""
     if engine is None:
         engine = _default_engine()
     if not isinstance(spec, str) or not spec.strip():
@@ -202,9 +202,11 @@ def _checked(selected: CodecUnderTest, engine: Engine) -> CodecUnderTest:
 
 
 def _default_engine() -> Engine:
-    from .engines import load_engine
-
-    return load_engine()
+    """The engine the environment names (``$IPC_CONFORMANCE_ENGINE``, default SGLang)."""
+    try:
+        return engine_from_environment()
+    except EngineSelectionError as exc:
+        raise CodecSelectionError(str(exc)) from exc
 
 
 def load_testee(command: str, engine: Optional[Engine] = None) -> CodecUnderTest:

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+
+from conformance.engines import ENGINE_ENV
 
 from .loop import RunConfig, Target, reproduce, run
 
@@ -27,6 +30,7 @@ from .loop import RunConfig, Target, reproduce, run
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m conformance.fuzz", description=__doc__.split("\n\n")[0])
     target = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--engine", help="whose messages seed the run: sglang (default), vllm or MODULE:ATTR (as for python -m conformance)")
     target.add_argument("--codec", help="built-in name or MODULE:ATTR (as for python -m conformance)")
     target.add_argument("--testee", help="command of a program speaking conformance/PROTOCOL.md")
     p.add_argument("--frames", type=int, default=100_000, help="inputs to try (default 100000)")
@@ -46,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if args.engine:
+        os.environ[ENGINE_ENV] = args.engine  # read here and by the worker processes
+    if args.save_findings and (os.environ.get(ENGINE_ENV) or "sglang") != "sglang":
+        print("conformance.fuzz: --save-findings writes reference-wire (SGLang) vectors; run without it for another engine", file=sys.stderr)
+        return 2
     target = Target(codec=args.codec, testee=args.testee)
     codec = target.load()
     if codec.caps.executes_code_on_decode and not args.unsafe_allow_code_executing_codec:

@@ -160,7 +160,8 @@ def _worker(target: Target, config: RunConfig, probe_dir: str, worker: int, star
     codec = target.load()
     probe = PickleProbe(probe_dir)
     seeds, skipped = build_seeds(codec, per_type=config.per_type, seed=config.seed)
-    harness = Harness(codec, probe, time_bound=config.time_bound, memory_bound=config.memory_bound)
+    types = _message_types()
+    harness = Harness(codec, probe, time_bound=config.time_bound, memory_bound=config.memory_bound, message_types=types.values())
     by_attack: Dict[str, Counter] = {}
     findings: List[Finding] = []
     per_sig: Counter = Counter()
@@ -182,7 +183,7 @@ def _worker(target: Target, config: RunConfig, probe_dir: str, worker: int, star
             continue
         position.value = index
         name, label, frames = _input(seeds, config.seed, index, probe)
-        outcome = harness.run(frames)
+        outcome = harness.run(frames, types.get(label))
         counts[outcome.kind] += 1
         by_attack.setdefault(name, Counter())[outcome.kind] += 1
         max_peak = max(max_peak, outcome.peak_bytes)
@@ -310,5 +311,13 @@ def reproduce(target: Target, seed: int, index: int, *, per_type: int = 2) -> Tu
     codec = target.load()
     probe = PickleProbe()
     seeds, _ = build_seeds(codec, per_type=per_type, seed=seed)
-    name, _, frames = _input(seeds, seed, index, probe)
-    return name, frames, Harness(codec, probe).run(frames)
+    name, label, frames = _input(seeds, seed, index, probe)
+    types = _message_types()
+    return name, frames, Harness(codec, probe, message_types=types.values()).run(frames, types.get(label))
+
+
+def _message_types() -> Dict[str, type]:
+    """The selected engine's message types by name (a seed's label is its type's name)."""
+    from conformance.properties import MESSAGE_TYPES
+
+    return dict(MESSAGE_TYPES)

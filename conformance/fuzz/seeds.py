@@ -1,7 +1,7 @@
 """The valid encodings the fuzz harness starts from: every message type, drawn with a fixed seed.
 
-Seeds come from the project's strategies (``st.from_type`` of each message
-class) with Hypothesis seeded by ``seed``, so a run is reproducible, and are
+Seeds come from the selected engine's strategies (for SGLang, ``st.from_type``
+of each message class) with Hypothesis seeded by ``seed``, so a run is reproducible, and are
 encoded by the implementation under test, so its own layout (v1, v2, or
 another) is what gets damaged. A message the implementation cannot encode is
 skipped and counted; that is the encoding properties' business, not this one's.
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import warnings
 from typing import Any, List, Tuple
-
-from reference_codec.schema import MESSAGE_TYPES
 
 from .attacks import Seed
 
@@ -24,7 +22,7 @@ def build_seeds(codec: Any, *, per_type: int = 2, seed: int = 0) -> Tuple[List[S
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as fixed_seed
 
-    from conformance.properties import message_strategy
+    from conformance.properties import ENGINE, MESSAGE_TYPES, message_strategy
 
     out: List[Seed] = []
     skipped = 0
@@ -59,6 +57,8 @@ def build_seeds(codec: Any, *, per_type: int = 2, seed: int = 0) -> Tuple[List[S
             warnings.simplefilter("ignore")
             collector(tag)()
 
+    if ENGINE.name != "sglang":
+        return out, skipped
     from reference_codec.samples import batch_token_id_output
 
     for batch in (1, 8):
