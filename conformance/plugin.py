@@ -40,6 +40,9 @@ capabilities as attributes; absent ones take the defaults of
                       bool, False if ndarrays of structured (void) dtypes
                       cannot be sent; the suite sends their bytes as uint8
                       arrays instead (and says so)
+    thread_safe       bool, False if one instance must not encode from two
+                      threads at once; the transport property's senders then
+                      take turns
 
 Select it with ``python -m conformance --codec SPEC`` or the environment
 variable ``IPC_CONFORMANCE_CODEC=SPEC``. SPEC is a built-in name of the engine
@@ -96,6 +99,7 @@ class Capabilities:
     typed_decode: bool = False
     keeps_requires_grad: bool = True
     structured_ndarrays: bool = True
+    thread_safe: bool = True
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ def _capabilities(impl: Any, default_name: str) -> Capabilities:
         typed_decode=bool(getattr(impl, "typed_decode", False)),
         keeps_requires_grad=bool(getattr(impl, "keeps_requires_grad", True)),
         structured_ndarrays=bool(getattr(impl, "structured_ndarrays", True)),
+        thread_safe=bool(getattr(impl, "thread_safe", True)),
     )
 
 

@@ -4,11 +4,13 @@
 one receiver. Messages are matched by a per-message id carried in ``rid``/``rids``
 where the type has one, else by position within each sender's stream. For
 an engine whose frames do not say their type (vLLM), a socket carries one
-message type, as the engine's own sockets do.
+message type, as the engine's own sockets do. A codec that declares
+``thread_safe = False`` encodes one message at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -77,6 +79,8 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
     pull.bind(endpoint)
     address = pull.getsockopt_string(zmq.LAST_ENDPOINT)
     errors = []
+    # A codec that declares it is not thread-safe is used as its engine uses it: one encode at a time.
+    encoding = contextlib.nullcontext() if codec.caps.thread_safe else threading.Lock()
 
     def send(k):
         push = ctx.socket(zmq.PUSH)
@@ -86,7 +90,9 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
         try:
             for i, msg in enumerate(streams[k]):
                 # A two-frame envelope [sender, index] ahead of the codec's frames keeps matching codec-independent.
-                frames = [f"{k}".encode(), f"{i}".encode(), *codec.encode(msg)]
+                with encoding:
+                    body = codec.encode(msg)
+                frames = [f"{k}".encode(), f"{i}".encode(), *body]
                 push.send_multipart(frames, copy=False)
         except Exception as exc:  # reported by the receiving side
             errors.append((k, i, exc))

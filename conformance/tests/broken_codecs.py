@@ -432,3 +432,28 @@ class TerminatedMidRun(ReferenceCodec):
         if self._decodes == int(os.environ.get("IPC_TERMINATE_AFTER", "0")):
             os.kill(os.getpid(), signal.SIGTERM)
         return super().decode(frames)
+
+
+class SharedEncodeState(ReferenceCodec):
+    """Keeps a message's state on the instance while encoding, as vLLM's encoder does: not thread-safe.
+
+    ``thread_safe`` is declared by the subclass that admits it; this one does not.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = f"broken:{type(self).__name__}"
+        self._current = None
+
+    def encode(self, msg):
+        import time
+
+        self._current = msg
+        time.sleep(0.002)  # a window in which another thread's message replaces this one
+        return super().encode(self._current)
+
+
+class SharedEncodeStateDeclared(SharedEncodeState):
+    """The same codec, declaring it: the suite must then encode one message at a time."""
+
+    thread_safe = False

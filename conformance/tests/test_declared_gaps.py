@@ -71,3 +71,22 @@ def test_tensors_are_detached_and_structured_arrays_sent_as_bytes_inside_datacla
     assert msg["x"].inner.left is grad and grad.requires_grad  # the caller's message is not changed
     kept = without_dtypes(msg, ())
     assert kept["x"].inner.left.requires_grad and kept["x"].inner.right[0] is record
+
+
+def _transport_verdict(codec: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance", "--codec", f"conformance.tests.broken_codecs:{codec}", "-p", "no:xdist", "-q",
+         "-k", "test_every_message_arrives_intact_with_interleaved_senders"],
+        capture_output=True, text=True, cwd=root, timeout=600, env=dict(os.environ, PYTHONPATH=root),
+    )
+    return result.stdout.rstrip().splitlines()[-1]
+
+
+def test_a_codec_declaring_it_is_not_thread_safe_is_encoded_one_message_at_a_time_and_an_undeclared_one_fails():
+    assert _transport_verdict("SharedEncodeStateDeclared").startswith("CONFORMANCE SUITE PASSED")
+    assert _transport_verdict("SharedEncodeState").startswith("CONFORMANCE SUITE FAILED")
