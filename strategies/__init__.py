@@ -2,8 +2,8 @@
 
 Public surface, grouped by concern::
 
-    # any msgspec Struct (ours or another implementation's), and any msgspec type
-    from_struct(cls, overrides=...), from_annotation(tp), FieldContext
+    # any msgspec Struct, dataclass or NamedTuple (ours or another implementation's), and any msgspec type
+    from_struct(cls, overrides=..., untyped=...), from_annotation(tp), FieldContext
 
     # the reference schema
     messages(types=None), message_types(root=None)      # + st.from_type(T) for every schema type
@@ -20,7 +20,7 @@ Public surface, grouped by concern::
     # values
     integers_between, int64s, uint64s, int128s, big_ints, edge_floats,
     nan_payloads, texts, unencodable_text (opt-in), numpy_scalars, arrays,
-    untyped_values, untyped_leaves, torch_sizes
+    untyped_values, untyped_leaves, untyped_keys, torch_sizes
 
     # tensors
     tensors, ndarrays, tensor_shapes, devices, visible_devices
@@ -72,7 +72,7 @@ from .tensors import (
     tensors,
     visible_devices,
 )
-from .untyped import torch_sizes, untyped_leaves, untyped_values
+from .untyped import torch_sizes, untyped_keys, untyped_leaves, untyped_values
 from .values import (
     arrays,
     big_ints,
@@ -132,6 +132,7 @@ __all__ = [
     "arrays",
     "untyped_values",
     "untyped_leaves",
+    "untyped_keys",
     "torch_sizes",
     # tensors
     "tensors",

@@ -11,13 +11,23 @@ builder reads the inspected type instead and honours:
   string ``pattern``;
 * ``Literal``, ``Enum``, ``Optional`` and unions (``None`` first, so failures
   shrink toward ``None``), dict key types, sets, fixed and variadic tuples,
-  nested, tagged and array-like structs, TypedDicts, dataclasses, NamedTuples,
-  msgspec's datetime/UUID/Decimal/Ext/Raw types;
+  nested, tagged and array-like structs, TypedDicts, dataclasses, NamedTuples
+  (the latter two field by field, as structs, at the root too; a dataclass's
+  ``init=False`` fields are left to the class), msgspec's
+  datetime/UUID/Decimal/Ext/Raw types;
 * custom types: ``array.array``, ``torch.Tensor``, ``numpy.ndarray``,
-  :class:`~reference_codec.schema.Int128` (full 128-bit range), and
-  ``object``/``Any`` (see :mod:`strategies.untyped`); any other custom class
-  must have a strategy registered with ``st.register_type_strategy``;
+  :class:`~reference_codec.schema.Int128` (full 128-bit range); any other
+  custom class needs a class override (``overrides={Cls: strategy}``) or a
+  strategy registered with ``st.register_type_strategy``;
+* ``object``/``Any``: the ``untyped`` strategy (default
+  :func:`~strategies.untyped.untyped_values`), except that keys of untyped
+  dicts and items of untyped sets are hashable
+  :func:`~strategies.untyped.untyped_keys`;
 * defaults: a field with a default is left unset an eighth of the time.
+
+``overrides`` replace the type-driven strategy by field name, by dotted path
+into nested structs (``"utility_output.result"``) or by class, anywhere in the
+message (see :func:`from_struct`).
 
 Two things the types cannot say come from elsewhere:
 
@@ -34,14 +44,14 @@ so a default message must not hold one.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import math
 import pickle
-import types
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import hypothesis.strategies as st
 import msgspec
@@ -58,7 +68,7 @@ from ._public import check_bool, named_composite
 from .batches import DISTINCT_REQUESTS, batch_sizes, per_request, request_ids
 from .registry import DEFAULT_REGISTRY, SemanticRegistry
 from .tensors import ndarrays, tensors
-from .untyped import untyped_values
+from .untyped import untyped_keys, untyped_values
 from .values import arrays, edge_floats, int128s, integers_between, texts, unencodable_text
 
 __all__ = [
@@ -131,9 +141,27 @@ def integer_bounds(t: mi.Type) -> Tuple[int, int, Optional[int]]:
     return lo, hi, t.multiple_of
 
 
+#: The inspected kinds drawn field by field (by ``draw_struct``).
+_STRUCT_LIKE = (mi.StructType, mi.DataclassType, mi.NamedTupleType)
+
+
 @functools.lru_cache(maxsize=None)
-def _struct_info(cls: type) -> mi.StructType:
+def _struct_info(cls: type) -> Union[mi.StructType, mi.DataclassType, mi.NamedTupleType]:
     return mi.type_info(cls)
+
+
+def _init_fields(info: Union[mi.StructType, mi.DataclassType, mi.NamedTupleType]) -> Tuple[mi.Field, ...]:
+    """The fields the class's constructor takes: all but a dataclass's ``init=False`` ones,
+    which the class sets itself."""
+    if isinstance(info, mi.DataclassType) and dataclasses.is_dataclass(info.cls):
+        no_init = {f.name for f in dataclasses.fields(info.cls) if not f.init}
+        return tuple(f for f in info.fields if f.name not in no_init)
+    return info.fields
+
+
+def _is_untyped(t: mi.Type) -> bool:
+    """Whether ``t`` is ``Any`` or ``object``: only the codec decides what such a value comes back as."""
+    return isinstance(t, mi.AnyType) or (isinstance(t, mi.CustomType) and t.cls is object)
 
 
 def _collection_cap(depth: int) -> int:
@@ -187,6 +215,56 @@ class _Options:
     pickle_wrappers: bool
     surrogates: bool
     batch_field: Optional[str]
+    types: Tuple[Tuple[type, st.SearchStrategy], ...] = ()  # overrides by class
+    untyped: Optional[st.SearchStrategy] = None  # None: untyped_values()
+
+
+class _FieldOverrides(Mapping):
+    """The overrides for one struct's fields: field name -> strategy, factory(ctx), or the
+    ``_FieldOverrides`` of the structs reached through that field (a dotted path's tail).
+
+    Read-only; hashed by identity, because it keys the builder's caches.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, Any]):
+        self._items = dict(items)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def flat(self) -> Iterator[Tuple[str, Any]]:
+        """``(dotted path, strategy or factory)`` for every override in the tree."""
+        for name, value in self._items.items():
+            if isinstance(value, _FieldOverrides):
+                yield from ((f"{name}.{path}", leaf) for path, leaf in value.flat())
+            else:
+                yield name, value
+
+
+class _Overrides:
+    """``from_struct``'s ``overrides``, sorted out: by field path (for the message's
+    struct) and by class (for the builder's options). Its repr is the mapping passed."""
+
+    __slots__ = ("fields", "types")
+
+    def __init__(self, fields: Optional[_FieldOverrides], types: Tuple[Tuple[type, st.SearchStrategy], ...]):
+        self.fields = fields
+        self.types = types
+
+    def __repr__(self) -> str:
+        shown = {**dict(self.fields.flat() if self.fields else ()), **dict(self.types)}
+        return repr(shown)
 
 
 class _SiblingView(Mapping):
@@ -233,7 +311,7 @@ class FieldContext:
     Attributes
     ----------
     owner
-        The struct class the field belongs to.
+        The class the field belongs to (a Struct, dataclass or NamedTuple).
     name
         The field's name.
     type
@@ -280,7 +358,10 @@ class FieldContext:
         return self._builder.type_strategy(t, self.depth + 1)
 
     def struct(self, cls: type, overrides: Optional[Mapping[str, Any]] = None) -> st.SearchStrategy:
-        """A nested struct drawn with this message's options (registry, batch field, ...)."""
+        """A nested struct drawn with this message's options (registry, batch field, ...).
+
+        ``overrides``: field name -> strategy or factory(ctx), for fields of ``cls``.
+        """
         return _nested_struct(builder=self._builder, cls=cls, depth=self.depth + 1, overrides=overrides)
 
     def per_request(self, items: st.SearchStrategy) -> st.SearchStrategy[list]:
@@ -333,9 +414,13 @@ class _Builder:
 
     def __init__(self, options: _Options):
         self.options = options
-        self._types: Dict[Tuple[int, int], Tuple[mi.Type, st.SearchStrategy]] = {}
+        self.by_type: Dict[type, st.SearchStrategy] = dict(options.types)
+        self.untyped: st.SearchStrategy = untyped_values() if options.untyped is None else options.untyped
+        self._types: Dict[Tuple[int, int, Optional[_FieldOverrides]], Tuple[mi.Type, st.SearchStrategy]] = {}
         self._plans: Dict[type, _StructPlan] = {}
-        self._fields: Dict[Tuple[int, int, Optional[int]], Tuple[_FieldPlan, st.SearchStrategy]] = {}
+        self._fields: Dict[
+            Tuple[int, int, Optional[int], Optional[_FieldOverrides]], Tuple[_FieldPlan, st.SearchStrategy]
+        ] = {}
         self._answers: Dict[Tuple[Any, type, str, Optional[int], int], Optional[st.SearchStrategy]] = {}
 
     # --- structs ------------------------------------------------------------
@@ -350,7 +435,7 @@ class _Builder:
         names = {f.name for f in info.fields}
         batch = self.options.batch_field if self.options.batch_field in names else None
         fields = []
-        for f in info.fields:
+        for f in _init_fields(info):
             _, inner = _strip_optional(f.type)
             fields.append(
                 _FieldPlan(
@@ -366,9 +451,11 @@ class _Builder:
         return plan
 
     def draw_struct(self, draw, cls: type, depth: int, overrides: Optional[Mapping[str, Any]]) -> Any:
-        """An instance of ``cls``: the batch size first (batch structs), then each field in
-        declaration order, left at its default once in eight (where that keeps the batch
-        consistent), else from the override, the registry or the type, in that order."""
+        """An instance of ``cls`` (a Struct, dataclass or NamedTuple): the batch size first
+        (batch structs), then each field in declaration order, left at its default once in
+        eight (where that keeps the batch consistent), else from the override, the registry
+        or the type, in that order. A field with overrides below it (a ``_FieldOverrides``)
+        is drawn from its type, those overrides applying to the structs it holds."""
         plan = self.plan(cls)
         n = None
         if plan.batch_field is not None:
@@ -381,20 +468,23 @@ class _Builder:
             if not fp.required and _default_fits(fp, n) and draw(_LEAVE_DEFAULT):
                 values[fp.name] = fp.default_value()
                 continue
+            chosen = overrides.get(fp.name) if overrides else None
             strategy = None
-            if (overrides and fp.name in overrides) or registry is not None:
+            if isinstance(chosen, _FieldOverrides):
+                strategy = self.field_strategy(fp, depth, n, chosen)
+            elif chosen is not None or registry is not None:
                 ctx = FieldContext(cls, fp.name, fp.type, view, n, depth, self, fp)
-                strategy = self._chosen(ctx, view, overrides)
+                strategy = self._chosen(ctx, view, chosen)
             if strategy is None:
                 strategy = self.field_strategy(fp, depth, n)
             value = draw(strategy)
             values[fp.name] = kwargs[fp.name] = value
         return cls(**kwargs)
 
-    def _chosen(self, ctx: FieldContext, view: _SiblingView, overrides) -> Optional[st.SearchStrategy]:
-        """The override or the first registry answer for ``ctx``; None for the type-driven default."""
-        if overrides and ctx.name in overrides:
-            chosen = overrides[ctx.name]
+    def _chosen(self, ctx: FieldContext, view: _SiblingView, chosen: Any) -> Optional[st.SearchStrategy]:
+        """The override ``chosen`` (a strategy or factory, None when there is none) or else the
+        first registry answer for ``ctx``; None for the type-driven default."""
+        if chosen is not None:
             if isinstance(chosen, st.SearchStrategy):
                 return chosen
             factories: Tuple[Any, ...] = (chosen,)
@@ -417,15 +507,20 @@ class _Builder:
                 return result
         return None
 
-    def field_strategy(self, fp: _FieldPlan, depth: int, n: Optional[int]) -> st.SearchStrategy:
-        """The type-driven strategy for a field; a per-request list gets exactly ``n`` entries."""
+    def field_strategy(
+        self, fp: _FieldPlan, depth: int, n: Optional[int], below: Optional[_FieldOverrides] = None
+    ) -> st.SearchStrategy:
+        """The type-driven strategy for a field; a per-request list gets exactly ``n`` entries.
+
+        ``below``: the overrides for the structs the field holds.
+        """
         length = n if fp.parallel else None
-        key = (id(fp), depth, length)
+        key = (id(fp), depth, length, below)
         hit = self._fields.get(key)
         if hit is not None:
             return hit[1]
         if length is None:
-            strategy = self.type_strategy(fp.type, depth + 1)
+            strategy = self.type_strategy(fp.type, depth + 1, below)
         else:
             optional, lst = _strip_optional(fp.type)
             if fp.name == self.options.batch_field and isinstance(lst.item_type, mi.StrType):
@@ -435,28 +530,36 @@ class _Builder:
                 heavy = isinstance(_strip_optional(item_type)[1], mi.StructType)
                 # A whole request per entry (BatchTokenizedGenerateReqInput.batch)
                 # is large; fewer distinct ones keep the example within budget.
-                items = per_request(self.type_strategy(item_type, depth + 2), length, distinct=_DISTINCT_STRUCTS if heavy else DISTINCT_REQUESTS)
+                items = per_request(
+                    self.type_strategy(item_type, depth + 2, below),
+                    length,
+                    distinct=_DISTINCT_STRUCTS if heavy else DISTINCT_REQUESTS,
+                )
             strategy = _optional(items, length) if optional else items
         self._fields[key] = (fp, strategy)
         return strategy
 
     # --- types --------------------------------------------------------------
 
-    def type_strategy(self, t: mi.Type, depth: int) -> st.SearchStrategy:
-        """The strategy for inspected type ``t`` at nesting ``depth`` (cached)."""
+    def type_strategy(self, t: mi.Type, depth: int, below: Optional[_FieldOverrides] = None) -> st.SearchStrategy:
+        """The strategy for inspected type ``t`` at nesting ``depth`` (cached); ``below``: the
+        field overrides for the structs ``t`` holds (not for those nested in them)."""
         depth = min(depth, MAX_DEPTH)
-        key = (id(t), depth)
+        key = (id(t), depth, below)
         hit = self._types.get(key)
         if hit is not None:
             return hit[1]
-        strategy = self._build(t, depth)
+        strategy = self._build(t, depth, below)
         self._types[key] = (t, strategy)  # keeps t alive so its id stays unique
         return strategy
 
-    def _build(self, t: mi.Type, depth: int) -> st.SearchStrategy:
-        sub = functools.partial(self.type_strategy, depth=depth + 1)
-        if isinstance(t, mi.AnyType):
-            return untyped_values()
+    def _build(self, t: mi.Type, depth: int, below: Optional[_FieldOverrides]) -> st.SearchStrategy:
+        cls = getattr(t, "cls", None)
+        if cls is not None and cls in self.by_type:
+            return self.by_type[cls]
+        if _is_untyped(t):
+            return self.untyped
+        sub = functools.partial(self.type_strategy, depth=depth + 1, below=below)
         if isinstance(t, mi.NoneType):
             return st.none()
         if isinstance(t, mi.BoolType):
@@ -470,7 +573,7 @@ class _Builder:
                 return st.integers(first, last).map(functools.partial(_times, multiple))
             return integers_between(lo, hi)
         if isinstance(t, mi.Metadata):
-            return self.type_strategy(t.type, depth)
+            return self.type_strategy(t.type, depth, below)
         if isinstance(t, mi.FloatType):
             return _floats(t)
         if isinstance(t, mi.StrType):
@@ -487,10 +590,13 @@ class _Builder:
         if isinstance(t, mi.EnumType):
             return st.sampled_from(list(t.cls))
         if isinstance(t, mi.UnionType):
-            return self._union(t, depth)
+            return self._union(t, depth, below)
         if isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
             lo, hi = self._sizes(t, depth)
-            item = sub(t.item_type)
+            if isinstance(t, (mi.SetType, mi.FrozenSetType)):
+                item = untyped_keys() if _is_untyped(t.item_type) else sub(t.item_type)
+            else:
+                item = sub(t.item_type)
             if isinstance(t, mi.SetType):
                 return st.sets(item, min_size=lo, max_size=hi)
             if isinstance(t, mi.FrozenSetType):
@@ -501,17 +607,16 @@ class _Builder:
             return st.tuples(*(sub(x) for x in t.item_types))
         if isinstance(t, (mi.DictType,)) or type(t).__name__ == "FrozenDictType":
             lo, hi = self._sizes(t, depth)
-            return st.dictionaries(sub(t.key_type), sub(t.value_type), min_size=lo, max_size=hi)
-        if isinstance(t, mi.StructType):
-            if is_pickle_carrier(t.cls):
-                return _pickled(t.cls, untyped_values())
-            return _nested_struct(builder=self, cls=t.cls, depth=depth, overrides=None)
+            keys = untyped_keys() if _is_untyped(t.key_type) else sub(t.key_type)
+            return st.dictionaries(keys, sub(t.value_type), min_size=lo, max_size=hi)
+        if isinstance(t, _STRUCT_LIKE):
+            if isinstance(t, mi.StructType) and is_pickle_carrier(t.cls):
+                return _pickled(t.cls, self.untyped)
+            return _nested_struct(builder=self, cls=t.cls, depth=depth, overrides=below)
         if isinstance(t, mi.TypedDictType):
             required = {f.name: sub(f.type) for f in t.fields if f.required}
             optional = {f.name: sub(f.type) for f in t.fields if not f.required}
             return st.fixed_dictionaries(required, optional=optional)
-        if isinstance(t, (mi.DataclassType, mi.NamedTupleType)):
-            return _keyword_class(cls=t.cls, fields=tuple((f.name, f.required, sub(f.type)) for f in t.fields))
         if isinstance(t, mi.DateTimeType):
             return _datetimes(t.tz)
         if isinstance(t, mi.DateType):
@@ -551,16 +656,16 @@ class _Builder:
             bad = bad.filter(lambda s: lo <= len(s) and (hi is None or len(s) <= hi))
         return st.one_of(base, bad)
 
-    def _union(self, t: mi.UnionType, depth: int) -> st.SearchStrategy:
+    def _union(self, t: mi.UnionType, depth: int, below: Optional[_FieldOverrides]) -> st.SearchStrategy:
         has_none, arms = union_arms(t, pickle_wrappers=self.options.pickle_wrappers)
         if has_none and depth >= MAX_DEPTH:
             return st.none()
         plain = [a for a in arms if not (isinstance(a, mi.StructType) and is_pickle_carrier(a.cls))]
         branches = [st.none()] if has_none else []
-        branches += [self.type_strategy(a, depth) for a in plain]
+        branches += [self.type_strategy(a, depth, below) for a in plain]
         carriers = [a.cls for a in arms if a not in plain]
         if carriers:
-            inner = union(tuple(self.type_strategy(a, depth) for a in plain)) if plain else untyped_values()
+            inner = union(tuple(self.type_strategy(a, depth, below) for a in plain)) if plain else self.untyped
             branches += [_pickled(cls, inner) for cls in carriers]
         if not branches:
             raise InvalidArgument(f"union {t!r} has no arm to generate")
@@ -608,21 +713,11 @@ def _pickled(draw, carrier: type, inner: st.SearchStrategy):
     return carrier(**{name: pickle.dumps(draw(inner), protocol=pickle.HIGHEST_PROTOCOL)})
 
 
-@named_composite("builds_keywords")
-def _keyword_class(draw, cls: type, fields: Tuple[Tuple[str, bool, st.SearchStrategy], ...]):
-    kwargs = {}
-    for name, required, strategy in fields:
-        if required or not draw(_LEAVE_DEFAULT):
-            kwargs[name] = draw(strategy)
-    return cls(**kwargs)
-
-
 _CUSTOM: Dict[type, Callable[[], st.SearchStrategy]] = {
     array: arrays,
     torch.Tensor: tensors,
     np.ndarray: ndarrays,
     Int128: int128s,
-    object: untyped_values,
 }
 
 
@@ -672,33 +767,50 @@ def _builder_for(options: _Options) -> _Builder:
 def _from_struct(
     draw,
     cls: type,
-    overrides: Optional[Mapping[str, Any]] = None,
+    overrides: Optional[_Overrides] = None,
     registry: Optional[SemanticRegistry] = DEFAULT_REGISTRY,
     pickle_wrappers: bool = False,
     surrogates: bool = False,
     batch_field: Optional[str] = "rids",
+    untyped: Optional[st.SearchStrategy] = None,
 ):
-    builder = _builder_for(_Options(registry, pickle_wrappers, surrogates, batch_field))
-    return builder.draw_struct(draw, cls, 0, overrides)
+    by_type = overrides.types if overrides else ()
+    builder = _builder_for(_Options(registry, pickle_wrappers, surrogates, batch_field, by_type, untyped))
+    return builder.draw_struct(draw, cls, 0, overrides.fields if overrides else None)
 
 
-def _check_supported(t: mi.Type, where: str, seen: set) -> None:
-    """Fail now, naming the field, for any custom type nobody can generate."""
-    if isinstance(t, mi.CustomType):
-        try:
-            _custom_type_strategy(t.cls)
-        except InvalidArgument as exc:
-            raise InvalidArgument(f"{where}: {exc}") from None
-        return
-    if isinstance(t, mi.StructType):
-        if t.cls in seen:
+def _check_supported(root: mi.Type, where: str, overrides: Optional[_Overrides]) -> None:
+    """Fail now, naming the field, for any custom type nobody can generate.
+
+    A class with a type override needs no strategy of its own, nor does a
+    field with an override (by name or by path).
+    """
+    overridden = {cls for cls, _ in overrides.types} if overrides else set()
+    seen: set = set()
+
+    def check(t: mi.Type, where: str, below: Optional[_FieldOverrides]) -> None:
+        cls = getattr(t, "cls", None)
+        if cls in overridden:
             return
-        seen.add(t.cls)
-        for f in t.fields:
-            _check_supported(f.type, f"{t.cls.__qualname__}.{f.name}", seen)
-        return
-    for child in _children(t):
-        _check_supported(child, where, seen)
+        if isinstance(t, mi.CustomType) and not _is_untyped(t):
+            try:
+                _custom_type_strategy(t.cls)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"{where}: {exc}") from None
+            return
+        if isinstance(t, _STRUCT_LIKE):
+            if (cls, below) in seen:
+                return
+            seen.add((cls, below))
+            for f in _init_fields(t):
+                chosen = below.get(f.name) if below else None
+                if chosen is None or isinstance(chosen, _FieldOverrides):
+                    check(f.type, f"{cls.__qualname__}.{f.name}", chosen)
+            return
+        for child in _children(t):
+            check(child, where, below)
+
+    check(root, where, overrides.fields if overrides else None)
 
 
 def _children(t: mi.Type) -> Tuple[mi.Type, ...]:
@@ -717,27 +829,145 @@ def _children(t: mi.Type) -> Tuple[mi.Type, ...]:
     return ()
 
 
+def _structs_under(t: mi.Type) -> Iterator[mi.Type]:
+    """The structs (Struct, dataclass, NamedTuple) a value of type ``t`` holds outside any
+    other struct: those that overrides below a field of type ``t`` apply to."""
+    if isinstance(t, _STRUCT_LIKE):
+        yield t
+        return
+    for child in _children(t):
+        yield from _structs_under(child)
+
+
+def _root_info(cls: Any) -> Union[mi.StructType, mi.DataclassType, mi.NamedTupleType]:
+    """The inspected ``cls``; ``InvalidArgument`` unless it is a Struct, dataclass or NamedTuple class."""
+    try:
+        info = _struct_info(cls) if isinstance(cls, type) else None
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"cls {cls.__qualname__} is not a class msgspec understands: {exc}") from None
+    if not isinstance(info, _STRUCT_LIKE):
+        raise InvalidArgument(f"cls must be a msgspec.Struct, dataclass or NamedTuple class, got {cls!r}")
+    return info
+
+
+def _sort_overrides(root: Optional[mi.Type], overrides: Any) -> _Overrides:
+    """``overrides`` checked and sorted into those by field path (for the struct ``root``;
+    ``None``: none allowed) and those by class."""
+    if not isinstance(overrides, Mapping):
+        raise InvalidArgument(f"overrides must be a mapping of field name, path or class to strategy, got {overrides!r}")
+    paths: Dict[str, Any] = {}
+    by_type: List[Tuple[type, st.SearchStrategy]] = []
+    for key, value in overrides.items():
+        if isinstance(key, type):
+            by_type.append((key, _type_override(key, value)))
+        elif isinstance(key, str) and root is not None:
+            if not (isinstance(value, st.SearchStrategy) or callable(value)):
+                raise InvalidArgument(f"overrides[{key!r}] must be a strategy or a factory(ctx), got {value!r}")
+            paths[key] = value
+        else:
+            allowed = "field names, dotted paths or classes" if root is not None else "classes"
+            raise InvalidArgument(f"overrides has the key {key!r}; its keys must be {allowed}")
+    return _Overrides(_path_tree(root, paths) if paths else None, tuple(by_type))
+
+
+def _type_override(cls: type, value: Any) -> st.SearchStrategy:
+    """``value``, checked as the override for every value declared as ``cls``."""
+    if not isinstance(value, st.SearchStrategy):
+        raise InvalidArgument(f"overrides[{cls.__qualname__}] must be a strategy, got {value!r}")
+    try:
+        info = mi.type_info(cls)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"overrides has {cls.__qualname__}, which msgspec cannot inspect: {exc}") from None
+    if cls is object or getattr(info, "cls", None) is not cls:
+        raise InvalidArgument(
+            f"overrides has {cls.__qualname__}, which msgspec reads as {type(info).__name__}: a class key must be a "
+            "custom class, Struct, dataclass, NamedTuple, TypedDict or Enum (untyped= covers Any and object)"
+        )
+    return value
+
+
+def _path_tree(root: mi.Type, paths: Mapping[str, Any]) -> _FieldOverrides:
+    """The overrides by dotted path as a tree, each segment checked against the fields of
+    the struct(s) the path has reached (``root``'s first)."""
+    tree: Dict[str, Any] = {}
+    for path, value in paths.items():
+        segments = path.split(".")
+        node, owners = tree, [root]
+        for i, name in enumerate(segments):
+            fields = [f for owner in owners for f in _init_fields(owner) if f.name == name]
+            if not fields:
+                names = ", ".join(dict.fromkeys(f.name for owner in owners for f in _init_fields(owner)))
+                where = " or ".join(dict.fromkeys(owner.cls.__qualname__ for owner in owners))
+                raise InvalidArgument(f"overrides has {path!r}: {name!r} is not a field of {where} (fields: {names})")
+            prefix = ".".join(segments[: i + 1])
+            if i == len(segments) - 1:
+                if name in node:
+                    raise InvalidArgument(f"overrides has both {prefix!r} and a path below it; keep one")
+                node[name] = value
+                break
+            node = node.setdefault(name, {})
+            if not isinstance(node, dict):
+                raise InvalidArgument(f"overrides has both {prefix!r} and a path below it; keep one")
+            owners = [s for f in fields for s in _structs_under(f.type)]
+            if not owners:
+                raise InvalidArgument(
+                    f"overrides has {path!r}: {prefix!r} holds no Struct, dataclass or NamedTuple to look "
+                    f"{segments[i + 1]!r} up in"
+                )
+    return _frozen(tree)
+
+
+def _frozen(tree: Dict[str, Any]) -> _FieldOverrides:
+    return _FieldOverrides({k: _frozen(v) if isinstance(v, dict) else v for k, v in tree.items()})
+
+
+def _check_options(registry: Any, pickle_wrappers: Any, surrogates: Any, untyped: Any) -> None:
+    if registry is not None and not isinstance(registry, SemanticRegistry):
+        raise InvalidArgument(f"registry must be a SemanticRegistry or None, got {registry!r}")
+    check_bool(pickle_wrappers, "pickle_wrappers")
+    check_bool(surrogates, "surrogates")
+    if untyped is not None and not isinstance(untyped, st.SearchStrategy):
+        raise InvalidArgument(f"untyped must be a hypothesis strategy or None, got {untyped!r}")
+
+
 def from_struct(
     cls: type,
-    overrides: Optional[Mapping[str, Union[st.SearchStrategy, Callable[[FieldContext], st.SearchStrategy]]]] = None,
+    overrides: Optional[Mapping[Union[str, type], Union[st.SearchStrategy, Callable[[FieldContext], st.SearchStrategy]]]] = None,
     *,
     registry: Optional[SemanticRegistry] = DEFAULT_REGISTRY,
     pickle_wrappers: bool = False,
     surrogates: bool = False,
     batch_field: Optional[str] = "rids",
+    untyped: Optional[st.SearchStrategy] = None,
 ) -> st.SearchStrategy:
-    """Instances of any ``msgspec.Struct`` class, honouring its types, constraints and meaning.
+    """Instances of any ``msgspec.Struct``, dataclass or NamedTuple class, honouring its
+    types, constraints and meaning.
 
     Parameters
     ----------
     cls
-        A ``msgspec.Struct`` subclass: a message of the reference schema or of
-        any other implementation.
+        A ``msgspec.Struct`` subclass (a message of the reference schema or of
+        any other implementation), a dataclass or a NamedTuple class.
     overrides
-        Field name -> strategy, or factory ``f(ctx: FieldContext) ->
-        strategy`` (``None``: the type-driven default), for fields of ``cls``
-        itself; takes precedence over the registry. Every key must be a field
-        of ``cls``.
+        What to draw instead of the type-driven default, by key:
+
+        * a field name of ``cls`` -> strategy, or factory ``f(ctx:
+          FieldContext) -> strategy`` (``None``: the type-driven default);
+        * a dotted path ``"utility_output.result"`` -> the same, for the
+          field ``result`` of the struct(s) that field ``utility_output``
+          holds, wherever in its type they are (through optionals, unions,
+          lists, tuples and dict values); the fields on the way are drawn
+          from their types (the registry is not asked for them);
+        * a class -> strategy, for every value declared as that class
+          anywhere in the message: a custom class (which then needs no
+          registered strategy), a Struct, dataclass, NamedTuple, TypedDict or
+          Enum (for example one whose ``__post_init__`` refuses some values).
+
+        A field's override (by name or path) takes precedence over the
+        registry, and both over a class override, which replaces the
+        type-driven default wherever it is used (``FieldContext.generic``
+        included). Every name and path is checked now: ``InvalidArgument``
+        names the missing segment and the fields it could have been.
     registry
         The :class:`~strategies.registry.SemanticRegistry` consulted by field
         name at every nesting level (default: the one :mod:`strategies.semantic`
@@ -754,35 +984,26 @@ def from_struct(
         The field whose presence makes a struct a batch (``"rids"``); every
         list-typed field of such a struct gets one entry per request. ``None``
         disables batch handling.
+    untyped
+        The strategy for every ``Any``/``object`` value (``None``:
+        :func:`strategies.untyped_values`, SGLang's rich values; an
+        implementation whose untyped fields hold JSON passes
+        ``untyped_values(json_like=True)``). Keys of untyped dicts and items of
+        untyped sets are :func:`strategies.untyped_keys` either way.
 
     Shrinks field by field in declaration order: optional fields toward
     ``None``, defaulted fields toward their default, unions toward their first
     arm, collections toward empty, batches toward size 0, numbers toward 0.
     """
-    if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
-        raise InvalidArgument(f"cls must be a msgspec.Struct subclass, got {cls!r}")
-    if overrides is not None:
-        if not isinstance(overrides, Mapping):
-            raise InvalidArgument(f"overrides must be a mapping of field name to strategy, got {overrides!r}")
-        fields = cls.__struct_fields__
-        for name, value in overrides.items():
-            if name not in fields:
-                raise InvalidArgument(
-                    f"overrides has {name!r}, which is not a field of {cls.__qualname__} (fields: {', '.join(fields)})"
-                )
-            if not (isinstance(value, st.SearchStrategy) or callable(value)):
-                raise InvalidArgument(f"overrides[{name!r}] must be a strategy or a factory(ctx), got {value!r}")
-        overrides = types.MappingProxyType(dict(overrides))
-    if registry is not None and not isinstance(registry, SemanticRegistry):
-        raise InvalidArgument(f"registry must be a SemanticRegistry or None, got {registry!r}")
-    check_bool(pickle_wrappers, "pickle_wrappers")
-    check_bool(surrogates, "surrogates")
+    info = _root_info(cls)
+    sorted_overrides = None if overrides is None else _sort_overrides(info, overrides)
+    _check_options(registry, pickle_wrappers, surrogates, untyped)
     if batch_field is not None and not isinstance(batch_field, str):
         raise InvalidArgument(f"batch_field must be a str or None, got {batch_field!r}")
-    _check_supported(_struct_info(cls), cls.__qualname__, set())
+    _check_supported(info, cls.__qualname__, sorted_overrides)
     kwargs: Dict[str, Any] = {}
     if overrides:
-        kwargs["overrides"] = overrides
+        kwargs["overrides"] = sorted_overrides
     if registry is not DEFAULT_REGISTRY:
         kwargs["registry"] = registry
     if pickle_wrappers:
@@ -791,12 +1012,23 @@ def from_struct(
         kwargs["surrogates"] = True
     if batch_field != "rids":
         kwargs["batch_field"] = batch_field
+    if untyped is not None:
+        kwargs["untyped"] = untyped
     return _from_struct(cls, **kwargs)
 
 
 @named_composite("from_annotation")
-def _from_annotation(draw, annotation: Any, registry, pickle_wrappers: bool, surrogates: bool):
-    builder = _builder_for(_Options(registry, pickle_wrappers, surrogates, "rids"))
+def _from_annotation(
+    draw,
+    annotation: Any,
+    registry,
+    pickle_wrappers: bool,
+    surrogates: bool,
+    overrides: Optional[_Overrides] = None,
+    untyped: Optional[st.SearchStrategy] = None,
+):
+    by_type = overrides.types if overrides else ()
+    builder = _builder_for(_Options(registry, pickle_wrappers, surrogates, "rids", by_type, untyped))
     return draw(builder.type_strategy(_annotation_info(annotation), 0))
 
 
@@ -822,19 +1054,25 @@ def from_annotation(
     registry: Optional[SemanticRegistry] = DEFAULT_REGISTRY,
     pickle_wrappers: bool = False,
     surrogates: bool = False,
+    overrides: Optional[Mapping[type, st.SearchStrategy]] = None,
+    untyped: Optional[st.SearchStrategy] = None,
 ) -> st.SearchStrategy:
     """Values of any type msgspec understands (``List[Optional[Int64]]``, a Struct, ...).
 
     The same rules as :func:`from_struct`; structs met inside use ``registry``.
-    Shrinks as :func:`from_struct` describes.
+    ``overrides`` takes classes only as keys (class -> strategy, as in
+    :func:`from_struct`). Shrinks as :func:`from_struct` describes.
     """
     try:
         info = _annotation_info(annotation)
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(f"annotation {annotation!r} is not a type msgspec understands: {exc}") from None
-    if registry is not None and not isinstance(registry, SemanticRegistry):
-        raise InvalidArgument(f"registry must be a SemanticRegistry or None, got {registry!r}")
-    check_bool(pickle_wrappers, "pickle_wrappers")
-    check_bool(surrogates, "surrogates")
-    _check_supported(info, repr(annotation), set())
-    return _from_annotation(annotation, registry=registry, pickle_wrappers=pickle_wrappers, surrogates=surrogates)
+    sorted_overrides = None if overrides is None else _sort_overrides(None, overrides)
+    _check_options(registry, pickle_wrappers, surrogates, untyped)
+    _check_supported(info, repr(annotation), sorted_overrides)
+    kwargs: Dict[str, Any] = {}
+    if overrides:
+        kwargs["overrides"] = sorted_overrides
+    if untyped is not None:
+        kwargs["untyped"] = untyped
+    return _from_annotation(annotation, registry=registry, pickle_wrappers=pickle_wrappers, surrogates=surrogates, **kwargs)

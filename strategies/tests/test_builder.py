@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
 import uuid
 from array import array
-from typing import Any, Dict, FrozenSet, List, Literal, Optional, Set, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Literal, NamedTuple, Optional, Set, Tuple, Union
 
 import hypothesis.strategies as st
 import msgspec
@@ -21,7 +22,7 @@ from typing_extensions import Annotated
 import strategies
 from reference_codec.schema import INT64_MAX, INT64_MIN, MESSAGE_TYPES, NESTED_TYPES, UINT64_MAX, Int64, Int128
 
-from ._helpers import generates
+from ._helpers import generates, walk
 
 
 class Color(enum.Enum):
@@ -97,6 +98,84 @@ class Opaque:
 
 class HasOpaque(msgspec.Struct):
     thing: Opaque
+
+
+class Untyped(msgspec.Struct):
+    bare: dict
+    any_keys: Dict[Any, int]
+    object_keys: Dict[object, int]
+    items: set
+    frozen: FrozenSet[Any]
+
+
+class Leaf(msgspec.Struct):
+    x: int
+    y: str = ""
+
+
+class Mid(msgspec.Struct):
+    leaves: List[Leaf] = []
+
+
+class Paths(msgspec.Struct, kw_only=True):
+    one: Optional[Leaf] = None
+    many: List[Leaf] = []
+    named: Dict[str, Leaf] = {}
+    pair: Optional[Tuple[int, Leaf]] = None
+    deep: Optional[Mid] = None
+    other: Optional[Leaf] = None  # the same class under a field no path names
+
+
+class DeepOpaque(msgspec.Struct):
+    items: List[Optional[HasOpaque]]
+
+
+@dataclasses.dataclass
+class Range:
+    """Validates in ``__post_init__``: only a strategy that knows that draws instances."""
+
+    lo: int
+    hi: int
+
+    def __post_init__(self):
+        if self.lo > self.hi:
+            raise ValueError("lo > hi")
+
+
+class HasRanges(msgspec.Struct):
+    first: Range
+    more: List[Optional[Range]] = []
+
+
+@dataclasses.dataclass
+class Record:
+    n: Annotated[int, Meta(ge=0, le=9)]
+    leaf: Optional[Leaf] = None
+    tags: List[str] = dataclasses.field(default_factory=list)
+    computed: int = dataclasses.field(default=-1, init=False)
+
+
+class Pair(NamedTuple):
+    a: Annotated[int, Meta(ge=0, le=9)]
+    b: str = "b"
+
+
+class HoldsRecords(msgspec.Struct):
+    record: Record
+    pairs: List[Pair] = []
+
+
+@dataclasses.dataclass
+class RecordWithOpaque:
+    thing: Opaque
+
+
+class Untypeds(msgspec.Struct):
+    anything: object
+    untyped: Any
+    listed: List[Any]
+    by_name: Dict[str, Any]
+    nested: Optional[Inner] = None
 
 
 def _validates(value, cls) -> None:
@@ -176,10 +255,154 @@ def test_overrides_replace_fields_and_override_factories_see_earlier_siblings(v)
     assert v.plain == v.small * 10
 
 
+@given(strategies.from_struct(Untyped))
+def test_untyped_dict_keys_and_set_items_are_hashable_str_or_int64(v):
+    for keys in (v.bare, v.any_keys, v.object_keys, v.items, v.frozen):
+        assert all(type(k) is str or (type(k) is int and INT64_MIN <= k <= INT64_MAX) for k in keys)
+
+
+def test_untyped_dicts_and_sets_are_drawn_non_empty():
+    def labels(v: Untyped):
+        return {name for name in ("bare", "any_keys", "object_keys", "items", "frozen") if getattr(v, name)}
+
+    generates(strategies.from_struct(Untyped), labels, {"bare", "any_keys", "object_keys", "items", "frozen"})
+
+
+_EVERY_PATH = {"one.x": st.just(7), "many.x": st.just(7), "named.x": st.just(7), "pair.x": st.just(7), "deep.leaves.x": st.just(7)}
+
+
+def _leaves_under(v: Paths, *names: str) -> List[Leaf]:
+    return [leaf for name in names for leaf in walk(getattr(v, name)) if isinstance(leaf, Leaf)]
+
+
+@given(strategies.from_struct(Paths, overrides=_EVERY_PATH))
+def test_a_path_override_applies_to_the_struct_under_that_field_through_optionals_lists_dicts_and_tuples(v):
+    assert all(leaf.x == 7 for leaf in _leaves_under(v, "one", "many", "named", "pair", "deep"))
+
+
+def test_a_path_override_leaves_the_same_class_under_another_field_alone():
+    def labels(v: Paths):
+        return {"under a path", *(["elsewhere, not overridden"] if any(leaf.x != 7 for leaf in _leaves_under(v, "other")) else [])}
+
+    generates(strategies.from_struct(Paths, overrides=_EVERY_PATH), labels, {"under a path", "elsewhere, not overridden"})
+
+
+@given(strategies.from_struct(Paths, overrides={"one.x": st.integers(0, 9), "one.y": lambda ctx: st.just(str(ctx.values["x"]))}))
+def test_a_path_override_factory_sees_the_siblings_in_the_nested_struct(v):
+    assert v.one is None or v.one.y in ("", str(v.one.x))
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("nope", r"'nope' is not a field of Paths \(fields: one, many, named, pair, deep, other\)"),
+        ("one.nope", r"'nope' is not a field of Leaf \(fields: x, y\)"),
+        ("deep.leaves.z", r"'z' is not a field of Leaf"),
+        ("one.x.z", r"'one\.x' holds no Struct.*'z'"),
+        ("one.", r"'' is not a field of Leaf"),
+    ],
+)
+def test_an_override_path_that_does_not_exist_is_refused_naming_the_segment_and_the_fields(path, message):
+    with pytest.raises(InvalidArgument, match=message):
+        strategies.from_struct(Paths, overrides={path: st.just(1)})
+
+
+@pytest.mark.parametrize("keys", [("one", "one.x"), ("one.x", "one")], ids=["field first", "path first"])
+def test_an_override_of_a_field_and_of_a_path_below_it_is_refused(keys):
+    with pytest.raises(InvalidArgument, match="both 'one' and a path below it"):
+        strategies.from_struct(Paths, overrides={key: st.none() for key in keys})
+
+
+_OPAQUE = st.builds(Opaque, st.integers(0, 9))
+
+
+@given(strategies.from_struct(DeepOpaque, overrides={Opaque: _OPAQUE}))
+def test_a_class_override_supplies_every_value_of_that_custom_class_at_any_depth(v):
+    assert all(isinstance(h.thing, Opaque) and 0 <= h.thing.handle <= 9 for h in v.items if h is not None)
+
+
+@pytest.mark.parametrize(
+    "cls, overrides",
+    [(HasOpaque, {"thing": _OPAQUE}), (DeepOpaque, {"items.thing": _OPAQUE})],
+    ids=["by name", "by path"],
+)
+def test_a_field_overridden_by_name_or_path_needs_no_strategy_for_its_declared_class(cls, overrides):
+    find(strategies.from_struct(cls, overrides=overrides), lambda v: True, settings=settings(database=None))
+
+
+@given(strategies.from_struct(HasRanges, overrides={Range: st.builds(Range, lo=st.just(0), hi=st.integers(0, 5))}))
+def test_a_class_override_draws_only_valid_instances_of_a_class_that_validates(v):
+    assert all(r.lo == 0 <= r.hi <= 5 for r in (v.first, *v.more) if r is not None)
+
+
+@given(strategies.from_struct(Shapes, overrides={Color: st.just(Color.GREEN), Inner: st.just(Inner(x=1))}))
+def test_class_overrides_apply_to_enums_and_structs_in_unions_and_dict_keys(v):
+    assert v.color is Color.GREEN and all(k is Color.GREEN for k in v.by_color)
+    assert all(x == Inner(x=1) for x in (v.choice, v.maybe) if isinstance(x, Inner))
+
+
+@given(strategies.from_annotation(List[Opaque], overrides={Opaque: _OPAQUE}))
+def test_from_annotation_honours_class_overrides(values):
+    assert all(isinstance(x, Opaque) for x in values)
+
+
+@given(strategies.from_struct(Record))
+def test_a_dataclass_root_is_drawn_with_its_constraints_and_init_false_fields_left_to_the_class(v):
+    assert type(v) is Record and 0 <= v.n <= 9 and v.computed == -1
+    assert v.leaf is None or type(v.leaf) is Leaf
+
+
+@given(strategies.from_struct(Pair))
+def test_a_namedtuple_root_is_drawn_with_its_constraints(v):
+    assert type(v) is Pair and 0 <= v.a <= 9 and type(v.b) is str
+
+
+def test_dataclass_and_namedtuple_fields_are_sometimes_left_at_their_default_and_sometimes_not():
+    generates(strategies.from_struct(Record), lambda v: {"tags default" if v.tags == [] else "tags set"}, {"tags default", "tags set"})
+    generates(strategies.from_struct(Pair), lambda v: {"b default" if v.b == "b" else "b set"}, {"b default", "b set"})
+
+
+def test_dataclasses_and_namedtuples_take_overrides_and_the_registry_at_any_depth():
+    registry = strategies.SemanticRegistry()
+    registry.register("a", lambda ctx: st.just(3))
+    strategy = strategies.from_struct(HoldsRecords, overrides={"record.n": st.just(5), "record.leaf.x": st.just(6)}, registry=registry)
+
+    def labels(v: HoldsRecords):
+        assert type(v.record) is Record and v.record.n == 5 and (v.record.leaf is None or v.record.leaf.x == 6)
+        assert all(type(p) is Pair and p.a == 3 for p in v.pairs)
+        return {"pairs" if v.pairs else "no pairs", "leaf" if v.record.leaf else "no leaf"}
+
+    generates(strategy, labels, {"pairs", "leaf"})
+
+
+def test_a_dataclass_with_a_custom_class_nobody_can_draw_is_refused_naming_the_class_and_field():
+    with pytest.raises(InvalidArgument, match=r"RecordWithOpaque\.thing.*Opaque"):
+        strategies.from_struct(RecordWithOpaque)
+
+
+@given(strategies.from_struct(Untypeds, untyped=st.just("U")))
+def test_untyped_replaces_every_any_and_object_value(v):
+    assert v.anything == v.untyped == "U"
+    assert all(x == "U" for x in v.listed) and all(x == "U" for x in v.by_name.values())
+
+
+@given(strategies.from_annotation(Dict[str, List[Any]], untyped=st.just(0)))
+def test_from_annotation_honours_untyped(value):
+    assert all(x == 0 for xs in value.values() for x in xs)
+
+
 @pytest.mark.parametrize(
     "call, argument",
     [
         (lambda: strategies.from_struct(dict), "cls"),
+        (lambda: strategies.from_struct(Constrained, overrides={3: st.just(1)}), "overrides"),
+        (lambda: strategies.from_struct(Constrained, overrides={int: st.just(1)}), "overrides"),
+        (lambda: strategies.from_struct(Constrained, overrides={object: st.just(1)}), "overrides"),
+        (lambda: strategies.from_struct(HasOpaque, overrides={Opaque: lambda ctx: _OPAQUE}), "overrides"),
+        (lambda: strategies.from_struct(Constrained, untyped=3), "untyped"),
+        (lambda: strategies.from_annotation(List[int], overrides={"x": st.just(1)}), "overrides"),
+        (lambda: strategies.from_annotation(List[int], overrides=[]), "overrides"),
+        (lambda: strategies.from_annotation(List[int], untyped=[]), "untyped"),
         (lambda: strategies.from_struct(Constrained, overrides={"nope": st.just(1)}), "overrides"),
         (lambda: strategies.from_struct(Constrained, overrides={"name": 3}), "overrides"),
         (lambda: strategies.from_struct(Constrained, registry={}), "registry"),
@@ -241,3 +464,4 @@ def test_from_type_is_registered_for_every_schema_type(cls):
 def test_from_struct_repr_names_the_class():
     assert repr(strategies.from_struct(Shapes)) == "from_struct(cls=Shapes)"
     assert repr(strategies.from_struct(Shapes, surrogates=True)) == "from_struct(cls=Shapes, surrogates=True)"
+    assert repr(strategies.from_struct(Paths, overrides={"one.x": st.just(7)})) == "from_struct(cls=Paths, overrides={'one.x': just(7)})"

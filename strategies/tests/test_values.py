@@ -164,9 +164,72 @@ def test_untyped_values_reach_every_kind_pickle_keeps():
     )
 
 
+def _every(value):
+    """``value`` and every value nested in its lists, tuples and dict values."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        yield v
+        if type(v) in (list, tuple):
+            stack.extend(v)
+        elif type(v) is dict:
+            stack.extend(v.values())
+
+
+def _not_json(value) -> list:
+    """The parts of ``value`` JSON cannot say: anything but None/bool/int64/float/str, lists and str-keyed dicts."""
+    bad = []
+    for v in _every(value):
+        if type(v) is dict:
+            bad.extend(k for k in v if type(k) is not str)
+        elif type(v) is int:
+            if not INT64_MIN <= v <= INT64_MAX:
+                bad.append(v)
+        elif v is not None and type(v) not in (bool, float, str, list):
+            bad.append(v)
+    return bad
+
+
+@given(strategies.untyped_values(json_like=True))
+def test_json_like_untyped_values_hold_only_what_json_can_say(value):
+    assert _not_json(value) == []
+
+
+def test_json_like_untyped_values_reach_every_json_kind_and_edge_floats():
+    def labels(value):
+        kinds = _untyped_kinds(value)
+        return kinds | ({"nan"} if any(type(v) is float and math.isnan(v) for v in _every(value)) else set())
+
+    generates(
+        strategies.untyped_values(json_like=True),
+        labels,
+        {"list", "dict", "NoneType", "bool", "int", "float", "str", "nan"},
+        max_examples=1000,
+    )
+
+
+class _Shade(enum.Enum):
+    DARK = "dark"
+
+
+@given(strategies.untyped_values(enums=()))
+def test_untyped_values_with_no_enums_hold_no_enum_member(value):
+    assert not any(isinstance(v, enum.Enum) for v in _every(value))
+
+
+def test_json_like_untyped_values_hold_the_enums_given():
+    generates(strategies.untyped_values(json_like=True, enums=[_Shade]), lambda v: {"enum"} if any(x is _Shade.DARK for x in _every(v)) else set(), {"enum"})
+
+
+@given(strategies.untyped_keys())
+def test_untyped_keys_are_str_or_int64(key):
+    assert type(key) is str or (type(key) is int and INT64_MIN <= key <= INT64_MAX)
+
+
 @pytest.mark.parametrize(
     "call, argument",
     [
+        (lambda: strategies.untyped_values(json_like=1), "json_like"),
         (lambda: strategies.integers_between(5, 1), "min_value"),
         (lambda: strategies.integers_between("0", 1), "min_value"),
         (lambda: strategies.texts(min_size=-1), "min_size"),
@@ -189,5 +252,7 @@ def test_strategy_reprs_read_as_the_call_that_made_them():
     assert repr(strategies.arrays(max_size=3)).startswith("arrays(")
     assert repr(strategies.unencodable_text()) == "unencodable_text()"
     assert repr(strategies.untyped_values(max_leaves=3)).startswith("untyped_values(")
+    assert repr(strategies.untyped_values(json_like=True)) == "untyped_values(enums=(), json_like=True)"
+    assert repr(strategies.untyped_keys()) == "untyped_keys()"
     assert repr(strategies.batch_sizes()) == "batch_sizes()"
     assert repr(strategies.batch_sizes(max_size=3)) == "batch_sizes(max_size=3)"
