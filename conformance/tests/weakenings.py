@@ -57,7 +57,7 @@ def _schema_diff() -> None:
 def _decoder_contract() -> None:
     from conformance.fuzz.harness import Harness, Outcome
 
-    Harness.run = lambda self, frames: Outcome("rejected")
+    Harness.run = lambda self, frames, msg_type=None: Outcome("rejected")
 
 
 def _frame_count() -> None:
