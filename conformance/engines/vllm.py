@@ -1,0 +1,292 @@
+"""vLLM 0.34.0: the engine-core messages of ``vllm.v1.engine``, one type per socket, through vLLM's own codec.
+
+* **Messages**: every ``msgspec.Struct`` defined in ``vllm.v1.engine``
+  (``EngineCoreRequest``, ``EngineCoreOutputs``, ``EngineCoreOutput``,
+  ``UtilityOutput``, ``EngineCoreEvent``, ``ReconfigureDistributedRequest``),
+  discovered at load, so a vLLM release that adds one is tested without an
+  edit here.
+* **Frames**: untagged; the socket's declared type is the decoder's
+  (``MsgpackDecoder(EngineCoreOutputs)``), so codecs under test offer
+  ``decode(frames, type)``.
+* **Strategies**: the generic builder over vLLM's own classes, with vLLM's
+  meaning where the types cannot say it: classes whose ``__post_init__``
+  validates (``SamplingParams``, ``PoolingParams``, ``LoRARequest``,
+  ``StructuredOutputsParams``, ...) are drawn within vLLM's documented ranges
+  (``_valid_fields``), so almost every draw is a valid instance; the
+  custom classes deep inside (``MultiModalKwargsItem``, ``UtilityResult``)
+  get strategies by type. Untyped fields (``dict[str, Any]``) hold JSON-like
+  values within int64, which is what vLLM documents for them; no SGLang
+  meaning or enum leaks in (an empty semantic registry).
+* **Codecs**: ``vllm`` (:class:`conformance.codecs.vllm.VllmCodec`, also the
+  wire reference) and ``pickle`` (what vLLM's sockets carried before msgpack).
+* **No golden vectors yet**: the vectors' neutral form is the reference
+  schema's.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from typing import Any, Callable, Dict, Mapping
+
+from .profile import Engine
+
+__all__ = ["ENGINE", "CODECS", "message_strategy"]
+
+MESSAGES_MODULE = "vllm.v1.engine"
+
+
+def _vllm():
+    from conformance.codecs.vllm import VllmCodec
+
+    return VllmCodec()
+
+
+def _pickle():
+    from reference_codec import PickleCodec
+
+    return PickleCodec()
+
+
+#: Built-in codecs of this engine, by ``--codec`` name.
+CODECS: Dict[str, Callable[[], Any]] = {"vllm": _vllm, "pickle": _pickle}
+
+
+def _wire_reference(out_of_band: bool):
+    from conformance.codecs.vllm import VllmCodec
+
+    # Without out-of-band frames every buffer is inline, so one frame is the whole message.
+    return VllmCodec() if out_of_band else VllmCodec(size_threshold=2**62)
+
+
+def _setup() -> None:
+    # vLLM logs a warning per SamplingParams with a tiny temperature; the run's output is the verdict.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
+    importlib.import_module(MESSAGES_MODULE)
+
+
+def _message_types() -> Mapping[str, type]:
+    import msgspec
+
+    module = importlib.import_module(MESSAGES_MODULE)
+    return {
+        name: obj
+        for name, obj in sorted(vars(module).items())
+        if isinstance(obj, type) and issubclass(obj, msgspec.Struct) and obj.__module__ == MESSAGES_MODULE
+    }
+
+
+# --- strategies ---------------------------------------------------------------
+
+
+def _valid_fields() -> Dict[str, Dict[str, Any]]:
+    """Per validated class, strategies for the fields its ``__post_init__`` checks (vLLM's documented ranges)."""
+    import hypothesis.strategies as st
+
+    from strategies import texts
+
+    words = st.lists(texts(min_size=1, max_size=6), max_size=3)
+    tokens = st.lists(st.integers(0, 2**31 - 1), max_size=4)
+    unit = st.floats(0.0, 1.0)
+
+    def temperature(ctx):
+        # Greedy sampling (temperature 0) requires n == 1.
+        warm = st.floats(0.01, 2.0)
+        return warm if ctx.values.get("n", 1) > 1 else st.one_of(st.just(0.0), warm)
+
+    def min_tokens(ctx):
+        top = ctx.values.get("max_tokens")
+        return st.integers(0, 8 if top is None else top)
+
+    def min_pattern_size(ctx):
+        return st.integers(0, ctx.values.get("max_pattern_size", 0))
+
+    def min_count(ctx):
+        return st.integers(2, 8) if ctx.values.get("max_pattern_size", 0) > 0 else st.integers(0, 8)
+
+    return {
+        "SamplingParams": {
+            "n": st.integers(1, 4),
+            "presence_penalty": st.floats(-2.0, 2.0),
+            "frequency_penalty": st.floats(-2.0, 2.0),
+            "repetition_penalty": st.floats(0.01, 2.0),
+            "temperature": temperature,
+            "top_p": st.floats(0.01, 1.0),
+            "top_k": st.integers(-1, 64),
+            "min_p": unit,
+            "seed": st.one_of(st.none(), st.integers(0, 2**63 - 1)),
+            "stop": st.one_of(st.none(), words),
+            "stop_token_ids": st.one_of(st.none(), tokens),
+            "max_tokens": st.one_of(st.none(), st.integers(1, 4096)),
+            "min_tokens": min_tokens,
+            "logprobs": st.one_of(st.none(), st.integers(-1, 20)),
+            "prompt_logprobs": st.one_of(st.none(), st.integers(-1, 20)),
+            "detokenize": lambda ctx: st.booleans() if not ctx.values.get("stop") else st.just(True),  # stop strings need it
+            "stream_interval": st.one_of(st.none(), st.integers(1, 16)),
+            "bad_words": st.one_of(st.none(), words),
+            "thinking_token_budget": st.one_of(st.none(), st.integers(0, 4096)),
+            "trace_decode_token_ids": st.none(),
+        },
+        "RepetitionDetectionParams": {
+            "max_pattern_size": st.integers(0, 16),
+            "min_pattern_size": min_pattern_size,
+            "min_count": min_count,
+        },
+        "PoolingParams": {"task": st.one_of(st.none(), st.sampled_from(["embed", "classify", "token_embed", "token_classify"]))},
+        "LateChunkingParams": {"chunk_size": st.integers(1, 2**63 - 1)},
+        "LoRARequest": {
+            "lora_name": texts(max_size=8),
+            "lora_int_id": st.integers(1, 2**31 - 1),
+            "lora_path": texts(min_size=1, max_size=16),
+            "base_model_name": st.one_of(st.none(), texts(max_size=8)),
+            "load_inplace": st.booleans(),
+            "is_3d_lora_weight": st.booleans(),
+        },
+    }
+
+
+def _structured_outputs():
+    """``StructuredOutputsParams`` with exactly one kind of constraint, as its ``__post_init__`` requires."""
+    import hypothesis.strategies as st
+    from vllm.sampling_params import StructuredOutputsParams
+
+    from strategies import texts
+
+    kinds = {
+        "json": st.one_of(texts(max_size=16), st.dictionaries(texts(max_size=6), _untyped(), max_size=3)),
+        "regex": texts(max_size=16),
+        "choice": st.lists(texts(max_size=6), min_size=1, max_size=3),
+        "grammar": texts(max_size=16),
+        "json_object": st.booleans(),
+        "structural_tag": texts(max_size=16),
+    }
+    one = st.sampled_from(sorted(kinds)).flatmap(lambda kind: kinds[kind].map(lambda v: {kind: v}))
+    return st.builds(
+        lambda chosen, flags: StructuredOutputsParams(**chosen, **flags),
+        one,
+        st.fixed_dictionaries({}, optional={"disable_any_whitespace": st.booleans(), "disable_additional_properties": st.booleans()}),
+    )
+
+
+def _mm_kwargs_items():
+    """``MultiModalKwargsItem``: a ``UserDict`` of field elements, each tensors (or None: cached) and a batching field."""
+    import hypothesis.strategies as st
+    from vllm.multimodal.inputs import (
+        MultiModalBatchedField,
+        MultiModalFieldElem,
+        MultiModalFlatField,
+        MultiModalKwargsItem,
+        MultiModalSharedField,
+    )
+
+    from strategies import tensors, texts
+
+    small = tensors(max_dims=2, max_side=3, requires_grad=False)
+    data = st.one_of(st.none(), small, st.lists(small, min_size=1, max_size=2))
+    spans = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)).map(lambda ab: slice(min(ab), max(ab))), min_size=1, max_size=2)
+    fields = st.one_of(
+        st.builds(MultiModalBatchedField),
+        st.builds(MultiModalSharedField, batch_size=st.integers(1, 4)),
+        st.builds(MultiModalFlatField, slices=spans, dim=st.integers(0, 1)),
+    )
+    elems = st.builds(MultiModalFieldElem, data=data, field=fields)
+    return st.dictionaries(texts(min_size=1, max_size=8), elems, max_size=2).map(MultiModalKwargsItem)
+
+
+@functools.lru_cache(maxsize=None)
+def _untyped():
+    from strategies import untyped_values
+
+    return untyped_values(json_like=True, enums=())
+
+
+@functools.lru_cache(maxsize=None)
+def _registry():
+    from strategies import SemanticRegistry
+
+    return SemanticRegistry()  # vLLM's field names mean nothing to SGLang's factories
+
+
+@functools.lru_cache(maxsize=None)
+def _type_overrides() -> Dict[type, Any]:
+    import hypothesis.strategies as st
+    from vllm.lora.request import LoRARequest
+    from vllm.multimodal.inputs import MultiModalKwargsItem
+    from vllm.pooling_params import LateChunkingParams, PoolingParams
+    from vllm.sampling_params import RepetitionDetectionParams, RequestOutputKind, SamplingParams, StructuredOutputsParams
+    from vllm.v1.serial_utils import UtilityResult
+
+    valid = _valid_fields()
+    overrides: Dict[type, Any] = {
+        # Every field given: left at its default, lora_path is "", which __post_init__ refuses (a finding, not a draw).
+        LoRARequest: st.builds(LoRARequest, **valid["LoRARequest"]),
+        StructuredOutputsParams: _structured_outputs(),
+        MultiModalKwargsItem: _mm_kwargs_items(),
+        UtilityResult: st.builds(UtilityResult, _untyped()),
+    }
+    # Innermost first: each validated class is drawn with the strategies of those it contains.
+    for cls, fields in (
+        (RepetitionDetectionParams, valid["RepetitionDetectionParams"]),
+        (LateChunkingParams, valid["LateChunkingParams"]),
+        (PoolingParams, {**valid["PoolingParams"], "output_kind": st.just(RequestOutputKind.FINAL_ONLY)}),
+        (SamplingParams, valid["SamplingParams"]),
+    ):
+        overrides[cls] = _validated(cls, fields, overrides)
+    return overrides
+
+
+def _validation_errors():
+    """What a validated class's constructor raises for a combination the ranges above still allow."""
+    from vllm.exceptions import VLLMValidationError
+
+    return (VLLMValidationError, ValueError, TypeError, AssertionError)
+
+
+#: Draws each validated class's constructor refused, by class (for the test that keeps the ranges honest).
+REFUSED: Dict[type, int] = {}
+
+
+def _validated(cls: type, fields: Mapping[str, Any], types: Mapping[type, Any]):
+    """Instances of ``cls`` drawn with ``fields`` and the engine's type strategies; a draw its
+    ``__post_init__`` still refuses is rejected (rare: the ranges keep to what it accepts)."""
+    import hypothesis
+    import hypothesis.strategies as st
+
+    from strategies import from_struct
+
+    inner = from_struct(cls, {**fields, **{t: s for t, s in types.items() if t is not cls}}, registry=_registry(), untyped=_untyped(), batch_field=None)
+
+    @st.composite
+    def draw_valid(draw):
+        try:
+            return draw(inner)
+        except _validation_errors() as exc:
+            REFUSED[cls] = REFUSED.get(cls, 0) + 1
+            hypothesis.event(f"{cls.__name__} refused a draw: {type(exc).__name__}")
+            hypothesis.reject()
+
+    return draw_valid()
+
+
+@functools.lru_cache(maxsize=None)
+def message_strategy(cls: type):
+    """Valid vLLM messages of type ``cls``: the generic builder with vLLM's meaning (module docstring)."""
+    from strategies import from_struct
+
+    return from_struct(cls, dict(_type_overrides()), registry=_registry(), untyped=_untyped(), batch_field=None)
+
+
+ENGINE = Engine(
+    name="vllm",
+    description="vLLM 0.34.0's engine-core messages (vllm.v1.engine), one type per socket",
+    message_types=_message_types,
+    message_strategy=message_strategy,
+    codecs=CODECS,
+    pickle_baseline=_pickle,
+    typed_frames=True,
+    wire_reference=_wire_reference,
+    vectors_dir=None,
+    setup=_setup,
+)
