@@ -63,7 +63,6 @@ def _wire_reference(out_of_band: bool):
 def _setup() -> None:
     # vLLM logs a warning per SamplingParams with a tiny temperature; the run's output is the verdict.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
     importlib.import_module(MESSAGES_MODULE)
 
 
