@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import pickle
-from typing import Any, List, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from .errors import DecodeError
 
@@ -66,6 +66,9 @@ class PickleCodec:
     #: Pickle's memo makes bytes depend on object identity, not only value:
     #: a decoded copy can re-encode to different bytes for the same value.
     byte_stable = False
+    #: Takes the socket's message type (and ignores it), so it is the pickle
+    #: baseline of engines whose frames do not say their type (vLLM).
+    typed_decode = True
 
     def __init__(self, *, out_of_band: bool = False):
         if not isinstance(out_of_band, bool):
@@ -88,7 +91,8 @@ class PickleCodec:
         body = pickle.dumps(msg, protocol=5, buffer_callback=buffers.append)
         return [body, *(b.raw() for b in buffers)]
 
-    def decode(self, frames: Union[Sequence[Any], bytes, bytearray, memoryview]) -> Any:
+    def decode(self, frames: Union[Sequence[Any], bytes, bytearray, memoryview], msg_type: Optional[type] = None) -> Any:
+        """The unpickled message; ``msg_type`` (what a socket of an untagged engine carries) is not needed: a pickle names its class."""
         if isinstance(frames, (bytes, bytearray, memoryview)):
             frames = [frames]
         if not frames:
