@@ -62,7 +62,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
 import msgspec
 
-from .engines import Engine, EngineSelectionError, engine_from_environment
+from .engines import DEFAULT_ENGINE, Engine, EngineSelectionError, engine_from_environment
 from .engines.sglang import CODECS as SGLANG_CODECS
 
 __all__ = [
@@ -218,7 +218,7 @@ def load_testee(command: str, engine: Optional[Engine] = None) -> CodecUnderTest
     """A program speaking the testee protocol, started with ``command``."""
     from .testee.client import TesteeCodec
 
-    if engine is not None and engine.name != "sglang":
+    if engine is not None and engine.name != DEFAULT_ENGINE:
         raise CodecSelectionError(
             f"the testee protocol carries reference (SGLang) messages; engine {engine.name} takes a Python codec (--codec MODULE:ATTR)"
         )

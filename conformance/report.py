@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from . import variant_coverage
+from .engines import DEFAULT_ENGINE, engine_spec_from_environment
 from .failures import NO_MESSAGE, CodecRaised, PropertyFailure, exception_signature, raised_at
 from .shrinking import SHRINK_BUDGET, SHRINK_OUTCOME, failure_headline, failure_signature
 
@@ -85,14 +86,13 @@ def _examples() -> Optional[int]:
 
 
 def _reproduce_line(item) -> str:
-    from .engines.profile import DEFAULT_ENGINE, ENGINE_ENV
     from .plugin import CODEC_ENV, TESTEE_ENV
 
     if os.environ.get(TESTEE_ENV):
         selector = f"--testee {shlex.quote(os.environ[TESTEE_ENV])}"
     else:
         selector = f"--codec {shlex.quote(os.environ.get(CODEC_ENV, '?'))}"
-    engine = os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
+    engine = engine_spec_from_environment()
     if engine != DEFAULT_ENGINE:
         selector = f"--engine {shlex.quote(engine)} {selector}"
     path = str(item.path)
@@ -198,7 +198,7 @@ class ConformanceReport:
         codec = _selected_codec()
         budget = config.stash.get(SHRINK_BUDGET, None)
         lines = []
-        engine = os.environ.get("IPC_CONFORMANCE_ENGINE") or "sglang"
+        engine = engine_spec_from_environment()
         if codec is not None:
             lines.append(f"conformance: testing {codec.name} ({codec.impl!r}) on engine {engine}'s messages")
             lines.append(f"conformance: it declares {_capabilities_text(codec.caps)}")
@@ -318,7 +318,7 @@ class ConformanceReport:
             json.dump(
                 {
                     "verdict": "PASSED" if self.line and self.line.startswith("CONFORMANCE SUITE PASSED") else "FAILED",
-                    "engine": os.environ.get("IPC_CONFORMANCE_ENGINE") or "sglang",
+                    "engine": engine_spec_from_environment(),
                     "codec": os.environ.get("IPC_CONFORMANCE_CODEC") or os.environ.get("IPC_CONFORMANCE_TESTEE"),
                     "codec_name": codec.name if codec is not None else None,
                     "capabilities": _capabilities_dict(codec.caps) if codec is not None else None,

@@ -12,6 +12,24 @@ Select one with ``python -m conformance --engine NAME`` (or
 module outside this package, or one module here plus a line in ``ENGINES``.
 """
 
-from .profile import ENGINE_ENV, ENGINES, Engine, EngineSelectionError, engine_from_environment, load_engine
+from .profile import (
+    DEFAULT_ENGINE,
+    ENGINE_ENV,
+    ENGINES,
+    Engine,
+    EngineSelectionError,
+    engine_from_environment,
+    engine_spec_from_environment,
+    load_engine,
+)
 
-__all__ = ["Engine", "ENGINES", "ENGINE_ENV", "EngineSelectionError", "load_engine", "engine_from_environment"]
+__all__ = [
+    "Engine",
+    "ENGINES",
+    "ENGINE_ENV",
+    "DEFAULT_ENGINE",
+    "EngineSelectionError",
+    "load_engine",
+    "engine_from_environment",
+    "engine_spec_from_environment",
+]

@@ -8,7 +8,16 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional
 
-__all__ = ["Engine", "ENGINES", "ENGINE_ENV", "DEFAULT_ENGINE", "EngineSelectionError", "load_engine", "engine_from_environment"]
+__all__ = [
+    "Engine",
+    "ENGINES",
+    "ENGINE_ENV",
+    "DEFAULT_ENGINE",
+    "EngineSelectionError",
+    "load_engine",
+    "engine_from_environment",
+    "engine_spec_from_environment",
+]
 
 ENGINE_ENV = "IPC_CONFORMANCE_ENGINE"
 DEFAULT_ENGINE = "sglang"
@@ -114,6 +123,11 @@ def load_engine(spec: Optional[str] = None) -> Engine:
     return engine
 
 
+def engine_spec_from_environment() -> str:
+    """What ``$IPC_CONFORMANCE_ENGINE`` names (default ``sglang``), without loading it."""
+    return os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
+
+
 def engine_from_environment() -> Engine:
     """The engine ``$IPC_CONFORMANCE_ENGINE`` names (default ``sglang``)."""
-    return load_engine(os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE)
+    return load_engine(engine_spec_from_environment())

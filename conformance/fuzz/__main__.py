@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from conformance.engines import ENGINE_ENV
+from conformance.engines import DEFAULT_ENGINE, ENGINE_ENV, engine_spec_from_environment
 
 from .loop import RunConfig, Target, reproduce, run
 
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.engine:
         os.environ[ENGINE_ENV] = args.engine  # read here and by the worker processes
-    if args.save_findings and (os.environ.get(ENGINE_ENV) or "sglang") != "sglang":
+    if args.save_findings and engine_spec_from_environment() != DEFAULT_ENGINE:
         print("conformance.fuzz: --save-findings writes reference-wire (SGLang) vectors; run without it for another engine", file=sys.stderr)
         return 2
     target = Target(codec=args.codec, testee=args.testee)
