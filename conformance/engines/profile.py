@@ -6,7 +6,7 @@ import functools
 import importlib
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 __all__ = [
     "Engine",
@@ -35,6 +35,10 @@ class EngineSelectionError(RuntimeError):
 
 def _nothing() -> None:
     return None
+
+
+def _no_samples(seed: int) -> Sequence[Tuple[str, Any]]:
+    return ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,10 @@ class Engine:
         engine has no wire reference and those properties are skipped.
     vectors_dir
         Golden vectors (``conformance/vectors`` layout), or ``None``.
+    samples
+        ``(seed) -> [(label, message)]``: realistic, tensor-heavy messages
+        beside the drawn ones; the fuzz loop seeds from them too, and the
+        transport helpers' test sends the last one. Empty by default.
     setup
         Run once when the engine is loaded: imports, environment the engine
         reads at import, equivalence rules (``register_rule``).
@@ -81,6 +89,7 @@ class Engine:
     typed_frames: bool = False
     wire_reference: Optional[Callable[[bool], Any]] = None
     vectors_dir: Optional[str] = None
+    samples: Callable[[int], Sequence[Tuple[str, Any]]] = _no_samples
     setup: Callable[[], None] = _nothing
 
     @functools.cached_property

@@ -72,6 +72,12 @@ def _message_strategy(cls: type):
     return st.from_type(cls)
 
 
+def _samples(seed: int):
+    from reference_codec.samples import batch_token_id_output
+
+    return [(f"BatchTokenIDOutput-{batch}", batch_token_id_output(batch, seed=seed)) for batch in (1, 8)]
+
+
 def _wire_reference(out_of_band: bool):
     return _reference_v2() if out_of_band else _reference()
 
@@ -86,4 +92,5 @@ ENGINE = Engine(
     typed_frames=False,
     wire_reference=_wire_reference,
     vectors_dir=VECTORS_DIR,
+    samples=_samples,
 )

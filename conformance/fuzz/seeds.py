@@ -18,7 +18,7 @@ __all__ = ["build_seeds"]
 
 
 def build_seeds(codec: Any, *, per_type: int = 2, seed: int = 0) -> Tuple[List[Seed], int]:
-    """``(seeds, skipped)``: up to ``per_type`` encodings of every message type, plus tensor-heavy samples."""
+    """``(seeds, skipped)``: up to ``per_type`` encodings of every message type, plus the engine's samples."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as fixed_seed
 
@@ -57,10 +57,6 @@ def build_seeds(codec: Any, *, per_type: int = 2, seed: int = 0) -> Tuple[List[S
             warnings.simplefilter("ignore")
             collector(tag)()
 
-    if ENGINE.name != "sglang":
-        return out, skipped
-    from reference_codec.samples import batch_token_id_output
-
-    for batch in (1, 8):
-        add(batch_token_id_output(batch, seed=seed), f"BatchTokenIDOutput-{batch}")
+    for label, msg in ENGINE.samples(seed):
+        add(msg, label)
     return out, skipped
