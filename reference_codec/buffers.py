@@ -92,9 +92,10 @@ def _host_values(raw: memoryview, dtype: np.dtype, shape: Tuple[int, ...], writa
     The copy is of the bytes, not the items: numpy copies a structured dtype
     field by field and would leave its padding bytes unset.
     """
-    values = np.frombuffer(raw, dtype=dtype).reshape(shape)
-    if writable and values.flags.aligned:
-        return values
+    if writable:
+        values = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        if values.flags.aligned:
+            return values
     return np.frombuffer(raw, dtype=np.uint8).copy().view(dtype).reshape(shape)
 
 
@@ -203,7 +204,8 @@ def tensor_layout(metadata: object, limits: DecodeLimits, map_location: MapLocat
 
 def tensor_from_layout(layout: TensorLayout, raw: memoryview, writable: bool) -> torch.Tensor:
     """The tensor ``raw`` holds: a view of ``raw`` when it is writable and aligned, else one copy."""
-    _check_length(layout.shape, layout.nbytes, layout.dtype.itemsize, raw)
+    if layout.nbytes != len(raw):
+        _check_length(layout.shape, layout.nbytes, layout.dtype.itemsize, raw)
     if layout.nbytes == 0:
         tensor = torch.empty(layout.shape, dtype=layout.dtype)
     else:

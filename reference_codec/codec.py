@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import gc
 import pickle
 import threading
 from array import array
@@ -20,7 +21,7 @@ from .errors import DecodeError, EncodeError, format_path
 from .limits import DecodeLimits
 from .paths import generic_body, locate, named_path, parse_msgspec_path
 from .schema import ENUM_TYPES, MESSAGE_TYPES, Int128, PickleWrapper
-from .schema_plan import map_positions
+from .schema_plan import Walker, walker_for
 from .splice import SPLICE_MIN_BYTES, BufferSplicer
 
 __all__ = ["ReferenceCodec", "Frames"]
@@ -28,6 +29,7 @@ __all__ = ["ReferenceCodec", "Frames"]
 #: What ``encode`` returns and ``decode`` accepts: the body, then any out-of-band buffers.
 Frames = List[Union[bytes, bytearray, memoryview]]
 
+_unpack_u32 = wire.U32.unpack_from  # the metadata length prefix (4 bytes)
 _INT_MIN = -(2**63)
 _UINT_MAX = 2**64 - 1
 # The map keys an untyped value may have, on both sides of the wire (see wire.py).
@@ -40,6 +42,9 @@ _OUT_OF_BAND_CODES = frozenset({wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY,
 _ARRAY_HEADS: Mapping[str, bytes] = {
     tc: wire.U32.pack(len(msgspec.msgpack.encode(tc))) + msgspec.msgpack.encode(tc) for tc in ARRAY_TYPECODES
 }
+#: Default of ``ReferenceCodec(pause_gc_bytes=...)``: bodies this large decode with the collector paused.
+PAUSE_GC_BYTES = 64 * 1024
+_NEVER = 1 << 62
 #: Distinct buffer metadata a codec keeps validated (see ``ReferenceCodec._buffer_layout``).
 _LAYOUT_CACHE_SIZE = 1024
 
@@ -91,6 +96,16 @@ class ReferenceCodec:
         Where decoded tensors go (``None``: the device they were sent from).
         A tensor from a device this process lacks raises ``DecodeError``.
 
+    pause_gc_bytes
+        Decode a body of this many bytes or more with Python's cyclic garbage
+        collector paused (default 64 KiB; ``None``: never). A large batch
+        decodes to tens of thousands of lists, which would trigger collections
+        that traverse the whole heap while none of them can be garbage: 10-30%
+        of the decode. The collector is re-enabled when the call ends, and
+        left alone when it was already off. Collections are process-wide, so a
+        thread that disables it for itself during such a decode has it
+        re-enabled by the decode; pass ``None`` where that matters.
+
     ``encode(msg)`` raises :class:`EncodeError` (a ``TypeError``) naming the
     path of a value the schema cannot carry; ``decode(frames)`` raises
     :class:`DecodeError` (a ``msgspec.DecodeError``) naming the path and reason
@@ -109,6 +124,7 @@ class ReferenceCodec:
         allow_pickle: bool = False,
         limits: DecodeLimits = DecodeLimits(),
         map_location: MapLocation = None,
+        pause_gc_bytes: Optional[int] = PAUSE_GC_BYTES,
     ):
         if out_of_band_threshold is not None and (
             not isinstance(out_of_band_threshold, int) or isinstance(out_of_band_threshold, bool) or out_of_band_threshold < 0
@@ -116,6 +132,8 @@ class ReferenceCodec:
             raise ValueError(f"out_of_band_threshold must be None or an int >= 0, got {out_of_band_threshold!r}")
         if not isinstance(allow_pickle, bool):
             raise TypeError(f"allow_pickle must be a bool, got {allow_pickle!r}")
+        if pause_gc_bytes is not None and (not isinstance(pause_gc_bytes, int) or isinstance(pause_gc_bytes, bool) or pause_gc_bytes < 0):
+            raise ValueError(f"pause_gc_bytes must be None or an int >= 0, got {pause_gc_bytes!r}")
         if not isinstance(limits, DecodeLimits):
             raise TypeError(f"limits must be a DecodeLimits, got {type(limits).__name__}")
         self.out_of_band_threshold = out_of_band_threshold
@@ -123,7 +141,10 @@ class ReferenceCodec:
         self.allow_pickle = allow_pickle
         self.limits = limits
         self.map_location = map_location
-        self._message_classes = frozenset(MESSAGE_TYPES.values())
+        self.pause_gc_bytes = _NEVER if pause_gc_bytes is None else pause_gc_bytes
+        # per message class, the walk of its untyped, opaque and (encode) typed-set positions; None: nothing to visit
+        self._encode_walkers = {cls: walker_for(cls, sets=True) for cls in MESSAGE_TYPES.values()}
+        self._decode_walkers = {cls: walker_for(cls, sets=False) for cls in MESSAGE_TYPES.values()}
         # (ext code, metadata bytes) -> validated layout; off when map_location is a callable,
         # whose answer may change from call to call
         self._layouts: Optional[Dict[Tuple[int, bytes], Any]] = None if callable(map_location) else {}
@@ -150,35 +171,54 @@ class ReferenceCodec:
 
     def encode(self, msg: msgspec.Struct) -> Frames:
         """Frames for ``msg``: ``[body]`` in wire v1, ``[body, *buffers]`` in wire v2."""
-        if type(msg) not in self._message_classes:
+        try:
+            walk = self._encode_walkers[type(msg)]
+        except KeyError:
             raise EncodeError(
                 f"{type(msg).__qualname__} is not a message of the reference schema (see MESSAGE_TYPES)"
-            )
+            ) from None
         state = self._state
-        frames: Optional[Frames] = None
-        if self.out_of_band:  # the hook collects buffers here, those inside untyped tuples too
-            state.frames = frames = [b""]
+        if self.out_of_band:
+            return self._encode_out_of_band(msg, walk, state)
         try:
-            wire_msg = map_positions(msg, self._encode_untyped)
+            wire_msg = msg if walk is None else walk(msg, self._encode_untyped, ())
             body = self._encoder.encode(wire_msg)
-            splicer = state.splicer  # set by the hook when it held a large buffer back (wire v1)
-            if splicer is not None:
-                spliced = splicer.assemble(body)
-                if spliced is not None:
-                    return [spliced]
-                body = self._unspliced_encoder.encode(wire_msg)  # a placeholder went missing
-        except EncodeError:
-            raise
-        except (TypeError, OverflowError, ValueError) as exc:
-            raise self._locate_encode_error(msg, exc) from exc
-        finally:
-            state.splicer = None
-            if frames is not None:
-                state.frames = None
-        if frames is None:
+        except BaseException as exc:
+            state.splicer = None  # the hook may have held buffers back before the failure
+            located = self._located_encode_failure(msg, exc)
+            if located is None:
+                raise
+            raise located from exc
+        splicer = state.splicer  # set by the hook when it held a large buffer back
+        if splicer is None:
             return [body]
-        frames[0] = body
+        state.splicer = None
+        spliced = splicer.assemble(body)
+        if spliced is not None:
+            return [spliced]
+        return [self._unspliced_encoder.encode(wire_msg)]  # a placeholder went missing from the body
+
+    def _encode_out_of_band(self, msg: msgspec.Struct, walk: Optional[Walker], state: _CallState) -> Frames:
+        """Wire v2: the body, then every buffer at or over the threshold, collected by the hook."""
+        frames: Frames = [b""]
+        state.frames = frames  # the hook appends here, buffers inside untyped tuples too
+        try:
+            wire_msg = msg if walk is None else walk(msg, self._encode_untyped, ())
+            frames[0] = self._encoder.encode(wire_msg)
+        except (TypeError, OverflowError, ValueError) as exc:
+            located = self._located_encode_failure(msg, exc)
+            if located is None:
+                raise
+            raise located from exc
+        finally:
+            state.frames = None
         return frames
+
+    def _located_encode_failure(self, msg: object, exc: BaseException) -> Optional[EncodeError]:
+        """The located :class:`EncodeError` for msgspec's own error ``exc``; None when ``exc`` is raised as is."""
+        if isinstance(exc, EncodeError) or not isinstance(exc, (TypeError, OverflowError, ValueError)):
+            return None
+        return self._locate_encode_error(msg, exc)
 
     def _locate_encode_error(self, msg: object, exc: Exception) -> EncodeError:
         failed, self._state.failed = self._state.failed, None
@@ -323,38 +363,54 @@ class ReferenceCodec:
 
     def decode(self, frames: Union[Sequence[Any], bytes, bytearray, memoryview]) -> msgspec.Struct:
         """The message in ``frames``; :class:`DecodeError` for anything malformed or over the limits."""
-        views = self._frame_views(frames)
+        views: Optional[List[memoryview]] = None
+        if type(frames) is list and len(frames) == 1 and type(frames[0]) is bytes:
+            # wire v1's usual shape, received as bytes: nothing to view, no frame to account for
+            body: Any = frames[0]
+            if len(body) > self.limits.max_message_bytes:
+                raise DecodeError(f"message of {len(body)} bytes exceeds the limit of {self.limits.max_message_bytes}", "$")
+        else:
+            views = self._frame_views(frames)
+            body = views[0]
+        pause = len(body) >= self.pause_gc_bytes and gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            msg = self._decode_body(body) if views is None or len(views) == 1 else self._decode_with_buffers(views)
+            walk = self._decode_walkers[type(msg)]  # the decoder returns only message classes
+            return msg if walk is None else walk(msg, self._decode_untyped, ())  # type: ignore[return-value]  # a walk returns its struct's type
+        finally:
+            if pause:
+                gc.enable()
+
+    def _decode_with_buffers(self, views: List[memoryview]) -> msgspec.Struct:
+        """Decode a body whose out-of-band references may use ``views[1:]``, each exactly once."""
         state = self._state
         state.views = views
-        several = len(views) > 1
-        if several:  # with one frame no out-of-band reference can pass the index check, so none is recorded
-            state.used = [False] * len(views)
+        state.used = used = [False] * len(views)
         try:
-            msg = self._decoder.decode(views[0])
+            msg = self._decode_body(views[0])
+        finally:
+            state.views = state.used = None
+        unused = [i for i in range(1, len(views)) if not used[i]]
+        if unused:
+            raise DecodeError(f"frame(s) {unused} are not referenced by the message body", "$")
+        return msg
+
+    def _decode_body(self, body: Any) -> msgspec.Struct:
+        """msgspec's decode of ``body``, every failure turned into a located :class:`DecodeError`."""
+        try:
+            return self._decoder.decode(body)
         except _ExtFailure as failure:
-            raise self._locate_ext_failure(views[0], failure) from None
+            raise self._locate_ext_failure(body, failure) from None
         except DecodeError:
             raise
         except msgspec.DecodeError as exc:  # includes ValidationError
-            raise self._named(views[0], str(exc)) from None
+            raise self._named(body, str(exc)) from None
         except RecursionError:
             raise DecodeError("message nested deeper than the decoder's recursion limit", "$") from None
-        finally:
-            state.views = None
-            if several:
-                used, state.used = cast(List[bool], state.used), None  # set above when several
-        if several:
-            unused = [i for i in range(1, len(views)) if not used[i]]
-            if unused:
-                raise DecodeError(f"frame(s) {unused} are not referenced by the message body", "$")
-        return cast(msgspec.Struct, map_positions(msg, self._decode_untyped))  # a struct maps to its own type
 
     def _frame_views(self, frames) -> List[memoryview]:
-        if type(frames) is list and len(frames) == 1 and type(frames[0]) is bytes:
-            # wire v1's usual shape: bytes are already a contiguous byte buffer
-            if len(frames[0]) > self.limits.max_message_bytes:
-                raise DecodeError(f"message of {len(frames[0])} bytes exceeds the limit of {self.limits.max_message_bytes}", "$")
-            return frames
         if isinstance(frames, (bytes, bytearray, memoryview)):
             frames = [frames]
         elif not isinstance(frames, (list, tuple)):
@@ -417,7 +473,9 @@ class ReferenceCodec:
     def _ext_hook(self, code: int, data: memoryview) -> Any:
         try:
             if code in _IN_BAND_CODES:
-                return self._in_band_buffer(code, data)
+                layout, raw = self._buffer_layout(code, data, out_of_band=False)
+                # a writable body (bytearray, a ZeroMQ frame received with copy=False) is used in place
+                return self._build_buffer(code, layout, raw, writable=not data.readonly)
             return self._ext_value(code, data)
         except (_ExtFailure, DecodeError):
             raise
@@ -426,22 +484,19 @@ class ReferenceCodec:
         except Exception as exc:  # every hostile payload becomes a located DecodeError
             raise _ExtFailure(code, bytes(data), str(exc) or type(exc).__name__) from None
 
-    def _in_band_buffer(self, code: int, data: memoryview) -> Any:
-        """The tensor, ndarray or array of an in-band buffer ext."""
-        layout, raw = self._buffer_layout(code, data, out_of_band=False)
-        # a writable body (bytearray, a ZeroMQ frame received with copy=False) is used in place
-        return self._build_buffer(code, layout, raw, writable=not data.readonly)
-
     def _ext_value(self, code: int, data: memoryview) -> Any:
         limits = self.limits
         if code in _OUT_OF_BAND_CODES:
             code -= wire.OUT_OF_BAND_OFFSET
             layout, rest = self._buffer_layout(code, data, out_of_band=True)
             index = wire.U32.unpack(rest)[0]
-            # decode sets both first; used is None only with one frame, which the index check refuses
-            views, used = cast(Sequence[Any], self._state.views), cast(List[bool], self._state.used)
-            if not 1 <= index < len(views):
-                raise ValueError(f"refers to frame {index}, but the message has {len(views)} frame(s)")
+            # set only when the message has several frames: with one, no index can pass the check
+            state = self._state
+            views, used = state.views, state.used
+            count = 1 if views is None else len(views)
+            if not 1 <= index < count:
+                raise ValueError(f"refers to frame {index}, but the message has {count} frame(s)")
+            views, used = cast(Sequence[Any], views), cast(List[bool], used)  # both set when count > 1
             if used[index]:
                 raise ValueError(f"frame {index} is referenced twice")
             used[index] = True
@@ -492,11 +547,16 @@ class ReferenceCodec:
         Only metadata that passed is kept; a callable ``map_location`` is
         called for every tensor, as documented.
         """
-        end = _metadata_end(data)
+        # _metadata_end, inlined: this runs once per tensor received
+        if len(data) < 4:
+            raise ValueError("buffer payload is shorter than its metadata length prefix")
+        end = 4 + _unpack_u32(data)[0]
+        if end > len(data):
+            raise ValueError(f"metadata length {end - 4} runs past the end of the {len(data)}-byte payload")
         rest = data[end:]
         if out_of_band and len(rest) != wire.U32.size:
             raise ValueError(f"out-of-band payload must end in a 4-byte frame index, found {len(rest)} bytes")
-        key = (code, bytes(data[wire.U32.size : end]))
+        key = (code, bytes(data[4:end]))
         cache = self._layouts
         layout = cache.get(key) if cache is not None else None
         if layout is None:
@@ -592,14 +652,19 @@ def _remember(cache: Dict[Any, Any], key: Any, value: Any) -> None:
 
 def _canonical_set(value: object) -> object:
     """A typed set's items in ascending order (by type name, then value): the wire's canonical order."""
-    if not isinstance(value, (set, frozenset)):
-        return value
-    types = {*map(type, value)}
-    if len(types) <= 1 and types <= _PLAIN_SORTABLE:  # all int or all str: the same order, without a key per item
-        ordered = sorted(value)
-        # msgspec writes a set in iteration order: when that is already ascending the set
-        # itself is canonical, and keeping it spares rebuilding the structs around it
-        return value if ordered == list(value) else ordered
+    if not isinstance(value, (set, frozenset)) or len(value) < 2:
+        return value  # zero or one item: one order only
+    items = list(value)
+    first = type(items[0])
+    if first in _PLAIN_SORTABLE:
+        for item in items:
+            if type(item) is not first:
+                break
+        else:  # all int or all str: their natural order is the wire's, without a key per item
+            ordered = sorted(items)
+            # msgspec writes a set in iteration order: when that is already ascending the set
+            # itself is canonical, and keeping it spares rebuilding the structs around it
+            return value if ordered == items else ordered
     try:
         return sorted(value, key=lambda v: (type(v).__name__, v))
     except TypeError:

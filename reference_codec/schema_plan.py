@@ -10,14 +10,14 @@ two ``None`` fields and nothing else.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import msgspec
 from msgspec import inspect as mi
 
 from .schema import PickleWrapper
 
-__all__ = ["Node", "ANY", "OPAQUE", "plan_for", "map_positions", "Visitor"]
+__all__ = ["Node", "ANY", "OPAQUE", "plan_for", "map_positions", "walker_for", "Visitor", "Walker"]
 
 
 class Node:
@@ -111,60 +111,169 @@ def _node(t: mi.Type) -> Optional[Node]:
     return None
 
 
-def map_positions(value: object, visit: Visitor, path: Tuple = ()) -> object:
-    """Apply ``visit`` at every untyped/opaque position of struct ``value``.
+def map_positions(value: object, visit: Visitor, path: Tuple = (), *, sets: bool = True) -> object:
+    """Apply ``visit`` at every untyped/opaque position of struct ``value`` (and typed set, with ``sets``).
 
     Returns ``value`` itself when nothing changed, else a copy with only the
-    changed branches rebuilt (the caller's message is never mutated).
+    changed branches rebuilt (the caller's message is never mutated). The
+    codec calls :func:`walker_for` once per class instead; this is the same walk.
     """
-    plan = plan_for(type(value))
-    if plan is None:
-        return value
-    changes = {}
-    for name, node in plan:
-        current = getattr(value, name)
-        if current is None:
-            continue
-        new = _map(current, node, visit, path + (name,))
-        if new is not current:
-            changes[name] = new
-    # a plan exists only for struct classes
-    return msgspec.structs.replace(cast(msgspec.Struct, value), **changes) if changes else value
+    walk = walker_for(type(value), sets=sets)
+    return value if walk is None else walk(value, visit, path)
 
 
-def _map(value: object, node: Node, visit: Visitor, path: Tuple) -> object:
+#: A compiled walk of one struct class: ``walk(value, visit, path) -> value or a changed copy``.
+Walker = Callable[[Any, Visitor, Tuple], object]
+
+_walkers: Dict[Tuple[type, bool], Optional[Walker]] = {}
+
+
+def walker_for(cls: type, *, sets: bool = True) -> Optional[Walker]:
+    """The compiled walk of ``cls``'s untyped and opaque positions (and typed sets, with ``sets``), or None.
+
+    None means a value of ``cls`` never needs the codec's attention, so the
+    caller skips the walk entirely: the common case for control messages, and
+    for every message on decode, where a set needs nothing (``sets=False``).
+    Compiled once per class: a struct's fields are read with one
+    ``attrgetter`` and a message whose watched fields are all None costs that
+    call and one comparison.
+    """
+    key = (cls, sets)
+    try:
+        return _walkers[key]
+    except KeyError:
+        pass
+    _walkers[key] = None  # cycle guard, as in plan_for
+    plan = [(name, node) for name, node in (plan_for(cls) or []) if _needed(node, sets)]
+    walk = _compile_struct(cls, plan, sets) if plan else None
+    _walkers[key] = walk
+    return walk
+
+
+def _needed(node: Node, sets: bool) -> bool:
+    """Whether a walk must enter ``node``: it leads to an untyped or opaque position, or (with ``sets``) a typed set."""
     kind = node.kind
     if kind == "any" or kind == "opaque":
-        return visit(kind, value, path)
-    if value is None:
-        return value
+        return True
+    if kind == "struct" or kind == "union":
+        if any(sub is OPAQUE or walker_for(cls, sets=sets) is not None for cls, sub in node.structs.items()):
+            return True
+    elif kind == "set" and sets:
+        return True
+    return node.child is not None and _needed(node.child, sets)
+
+
+def _compile_struct(cls: type, plan: List[Tuple[str, Node]], sets: bool) -> Walker:
+    """One generated function per struct class: a field read and a None test per watched field, no loop.
+
+    Generated (as dataclasses generates ``__init__``) because this runs for every
+    message sent and received, and a loop over the plan costs more than the
+    fields it reads. The source is built from field names that msgspec has
+    already checked to be identifiers; values never become code.
+    """
+    env: Dict[str, Any] = {"_replace": msgspec.structs.replace}
+    lines = ["def walk(value, visit, path):", "    changes = None"]
+    for i, (name, node) in enumerate(plan):
+        if not name.isidentifier():
+            raise TypeError(f"{cls.__qualname__}.{name} is not an identifier")
+        env[f"_walk{i}"] = _compile(node, sets)
+        lines += [
+            f"    item = value.{name}",
+            "    if item is not None:",
+            f"        new = _walk{i}(item, visit, path + ({name!r},))",
+            "        if new is not item:",
+            "            if changes is None:",
+            "                changes = {}",
+            f"            changes[{name!r}] = new",
+        ]
+    lines.append("    return value if changes is None else _replace(value, **changes)")
+    exec("\n".join(lines), env)  # noqa: S102  # names are checked identifiers, see the docstring
+    walk = env["walk"]
+    walk.__qualname__ = f"walk_{cls.__name__}"
+    return cast(Walker, walk)
+
+
+def _compile(node: Node, sets: bool) -> Walker:
+    """The walk of one value at ``node`` (never called with None)."""
+    kind = node.kind
+    if kind == "any" or kind == "opaque":
+        return lambda value, visit, path: visit(kind, value, path)
     if kind == "set":
-        if node.child is not None:
-            value = _map(value, Node("seq", node.child), visit, path)
-        return visit("set", value, path)
+        if node.child is None:
+            if sets:
+                return lambda value, visit, path: visit("set", value, path)
+            return lambda value, visit, path: value
+        seq = _compile(Node("seq", node.child), sets)
+
+        def walk_set(value: Any, visit: Visitor, path: Tuple) -> object:
+            value = seq(value, visit, path)
+            return visit("set", value, path) if sets else value
+
+        return walk_set
     if kind == "seq":
-        if not isinstance(value, (list, tuple, set, frozenset)):
-            return value
-        items = list(value)
         assert node.child is not None  # _node builds seq and dict nodes only with a child
-        # the dict branch below reuses the name
-        out: Union[List[object], Dict[Any, object]] = [_map(v, node.child, visit, path + (i,)) for i, v in enumerate(items)]
-        if all(a is b for a, b in zip(out, items)):
-            return value
-        return type(value)(out)
+        item_walk = _compile(node.child, sets)
+
+        def walk_seq(value: Any, visit: Visitor, path: Tuple) -> object:
+            if not isinstance(value, (list, tuple, set, frozenset)):
+                return value
+            items = list(value)
+            out = [v if v is None else item_walk(v, visit, path + (i,)) for i, v in enumerate(items)]
+            if all(a is b for a, b in zip(out, items)):
+                return value
+            return type(value)(out)
+
+        return walk_seq
     if kind == "dict":
-        if not isinstance(value, dict):
-            return value
         assert node.child is not None
-        out = {k: _map(v, node.child, visit, path + (k,)) for k, v in value.items()}
-        if all(out[k] is v for k, v in value.items()):
-            return value
-        return out
-    if kind in ("struct", "union"):
-        sub = node.structs.get(type(value))
-        if sub is None:
-            return _map(value, node.child, visit, path) if node.child is not None else value
-        if sub is OPAQUE:
-            return visit("opaque", value, path)
-        return map_positions(value, visit, path)
+        value_walk = _compile(node.child, sets)
+
+        def walk_dict(value: Any, visit: Visitor, path: Tuple) -> object:
+            if not isinstance(value, dict):
+                return value
+            out = {k: v if v is None else value_walk(v, visit, path + (k,)) for k, v in value.items()}
+            if all(out[k] is v for k, v in value.items()):
+                return value
+            return out
+
+        return walk_dict
+    # struct or union: a value of one of its structs walks that struct; anything else the other arm
+    if not node.structs:
+        assert node.child is not None  # a union node holds a struct or another arm
+        return _compile(node.child, sets)
+    opaque = frozenset(cls for cls, sub in node.structs.items() if sub is OPAQUE)
+    other = _compile(node.child, sets) if node.child is not None else _unchanged
+    # the walk of each concrete type seen here, resolved on first sight: a struct's
+    # walker may be compiled after this one (recursive schemas), so not at compile time
+    by_type: Dict[type, Walker] = {}
+
+    def resolve(cls: type) -> Walker:
+        if cls in opaque:
+            walk: Walker = _visit_opaque
+        elif cls in node.structs:
+            walk = walker_for(cls, sets=sets) or _unchanged
+        else:
+            walk = other
+        if len(by_type) < _MAX_TYPES_PER_UNION:
+            by_type[cls] = walk
+        return walk
+
+    def walk_union(value: Any, visit: Visitor, path: Tuple) -> object:
+        walk = by_type.get(type(value))
+        if walk is None:
+            walk = resolve(type(value))
+        return walk(value, visit, path)
+
+    return walk_union
+
+
+#: Bounds the per-union cache of value types (a peer chooses what types arrive in an untyped arm).
+_MAX_TYPES_PER_UNION = 64
+
+
+def _unchanged(value: Any, visit: Visitor, path: Tuple) -> object:
     return value
+
+
+def _visit_opaque(value: Any, visit: Visitor, path: Tuple) -> object:
+    return visit("opaque", value, path)

@@ -1,0 +1,47 @@
+"""Which message classes the codec walks, and that a walk changes only what it must."""
+
+from __future__ import annotations
+
+from reference_codec import schema as s
+from reference_codec.codec import _canonical_set
+from reference_codec.samples import minimal
+from reference_codec.schema_plan import walker_for
+
+
+def _request(params: s.SamplingParams) -> s.TokenizedGenerateReqInput:
+    request = minimal(s.TokenizedGenerateReqInput)
+    request.sampling_params = params
+    return request
+
+
+def test_a_class_whose_only_watched_position_is_a_typed_set_is_walked_on_encode_only():
+    assert walker_for(s.SamplingParams, sets=True) is not None
+    assert walker_for(s.SamplingParams, sets=False) is None
+
+
+def test_a_control_message_without_untyped_or_opaque_fields_is_never_walked():
+    assert walker_for(s.FlushCacheReqInput, sets=True) is None
+    assert walker_for(s.FlushCacheReqInput, sets=False) is None
+
+
+def test_encode_walk_rebuilds_only_the_branch_whose_set_was_out_of_order():
+    params = s.SamplingParams(stop_token_ids={8, 1})
+    assert list(params.stop_token_ids) == [8, 1]  # iteration order, not ascending
+    message = _request(params)
+    walked = walker_for(type(message), sets=True)(message, lambda kind, value, path: _canonical_set(value), ())
+    assert walked is not message and walked.sampling_params is not params
+    assert walked.sampling_params.stop_token_ids == [1, 8]
+    assert message.sampling_params.stop_token_ids == {8, 1}  # the caller's message is not mutated
+
+
+def test_encode_walk_returns_the_message_itself_when_every_set_is_already_in_order():
+    message = _request(s.SamplingParams(stop_token_ids={2, 151645}))
+    walk = walker_for(type(message), sets=True)
+    assert walk(message, lambda kind, value, path: _canonical_set(value), ()) is message
+
+
+def test_walk_paths_name_the_fields_it_visits():
+    seen = []
+    message = _request(s.SamplingParams(stop_token_ids={1, 2}))
+    walker_for(type(message), sets=True)(message, lambda kind, value, path: seen.append((kind, path)) or value, ())
+    assert seen == [("set", ("sampling_params", "stop_token_ids"))]
