@@ -8,6 +8,8 @@ Subcommands::
     gate      BASELINE.json CURRENT.json [--threshold 0.1] [--iqr-factor 2] [--max-threshold 1]
               [--codecs reference-v1,reference-v2 | --codecs all] [--normalize pickle] [--all]
     baseline  --ref REF [--out reports/bench-baseline.json] [--full] [-- pytest args]
+    interleaved [--codecs reference-v1,sglang] [--families F,...] [--ops 'round trip',encode,decode]
+              [--rounds 15] [--out FILE]
 
 ``run`` writes ``OUT/bench-current.json`` (pytest-benchmark) and
 ``OUT/bench-table.md`` (the README table), then gates when a baseline is
@@ -241,6 +243,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="also write the table here (e.g. docs/verdict-times.md)")
     p.add_argument("--workers", type=int, default=2, help="xdist workers of each run (default 2)")
 
+    p = sub.add_parser("interleaved", help="time codecs round by round, in turn, on the corpus: ratios that hold on a noisy machine")
+    p.add_argument("--codecs", default="reference-v1,sglang", help="comma-separated benchmark codecs; the first is compared with the others (default reference-v1,sglang)")
+    p.add_argument("--families", help="comma-separated corpus families (default: all of this run's)")
+    p.add_argument("--ops", default="round trip", help="comma-separated: 'round trip', encode, decode (default 'round trip')")
+    p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation (default 15)")
+    p.add_argument("--out", help="also write the table here (e.g. docs/interleaved-sglang.md)")
+
     p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
     p.add_argument("--ref", required=True, help="the git ref whose codec to measure")
     p.add_argument("--out", default=os.path.join("reports", "bench-baseline.json"), help="where to write its JSON (default reports/bench-baseline.json)")
@@ -266,6 +275,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .verdict_times import main_verdict
 
         return main_verdict(args.run, args.out, args.workers)
+
+    if args.cmd == "interleaved":
+        from .interleaved import main_interleaved
+
+        families = args.families.split(",") if args.families else None
+        return main_interleaved(args.codecs.split(","), families, [op.strip() for op in args.ops.split(",")], args.rounds, args.out)
 
     with contextlib.ExitStack() as stack:
         return _run(args, stack)

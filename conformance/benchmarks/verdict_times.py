@@ -13,9 +13,7 @@ machines). The run's own JSON reports go to a temporary directory.
 
 from __future__ import annotations
 
-import datetime
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -24,9 +22,10 @@ import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
+from .provenance import header
+
 __all__ = ["VerdictTime", "measure", "render", "main_verdict"]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclass(frozen=True)
@@ -59,32 +58,8 @@ def measure(run: str, *, workers: int = 2, timeout: Optional[float] = None) -> V
     return VerdictTime("python -m conformance " + shlex.join(argv), _closing_line(done.stdout), seconds, done.returncode)
 
 
-def _commit() -> str:
-    try:
-        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return rev + (" (with uncommitted changes)" if dirty else "")
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def render(times: Sequence[VerdictTime], command: str) -> str:
-    head = (
-        f"Measured one after the other on {_cpu()} ({os.cpu_count()} cores), Python {platform.python_version()}, "
-        f"commit {_commit()}, {datetime.datetime.now().isoformat(timespec='seconds')}.\n"
-        f"Command: `{command}`\n\n"
-    )
+    head = header("one after the other", command)
     rows = ["| command | verdict | wall time |", "|---|---|---|"]
     for t in times:
         rows.append(f"| `{t.command}` | `{t.closing_line}` | {t.seconds:.1f} s |")

@@ -440,3 +440,63 @@ def test_verdict_times_runs_the_suite_and_tabulates_its_closing_line():
     assert timed.closing_line.startswith("CONFORMANCE SUITE PASSED: 1 successes")
     table = render([timed], "python -m conformance.benchmarks verdict --run reference")
     assert "commit " in table.splitlines()[0] and "| `python -m conformance --codec reference -n 2 -k 'golden and y_abort_req'` |" in table
+
+
+# --- interleaved ------------------------------------------------------------
+
+
+def test_interleaved_times_every_codec_in_each_round_and_takes_the_ratio_inside_the_round(monkeypatch):
+    from conformance.benchmarks import interleaved
+
+    # pickle is 3 times slower than the reference in every round; the machine slows down 10x in the middle
+    # of round 2 and stays slow: the ratio of the medians would say 30, each round's own ratio says 3
+    speeds = iter([1.0, 1.0] + [1.0, 1.0, 1.0, 10.0, 10.0, 10.0])
+    monkeypatch.setattr(interleaved, "_batch", lambda call, n: (3.0 if call.__name__ == "slow" else 1.0) * next(speeds))
+    original = interleaved._call
+
+    def call(name, op, msg):
+        fn = original(name, op, msg)
+
+        def slow():
+            return fn()
+
+        return slow if name == "pickle" else fn
+
+    monkeypatch.setattr(interleaved, "_call", call)
+    (row,) = interleaved.measure(["reference-v1", "pickle"], ["control-FlushCacheReqInput"], rounds=3)
+    assert row.family == "control-FlushCacheReqInput" and row.op == "round trip"
+    assert row.speedup == {"pickle": 3.0}
+    assert row.seconds == {"reference-v1": 1.0, "pickle": 30.0}
+
+
+def test_interleaved_measures_real_calls_and_renders_a_table():
+    from conformance.benchmarks import interleaved
+
+    rows = interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], ops=interleaved.OPS, rounds=2)
+    assert [r.op for r in rows] == list(interleaved.OPS)
+    assert all(r.seconds["reference-v1"] > 0 and r.speedup["pickle"] > 0 for r in rows)
+    text = interleaved.render(rows, ["reference-v1", "pickle"], "python -m conformance.benchmarks interleaved", 2)
+    assert text.startswith("Measured interleaved (2 rounds")
+    assert "| control-AbortReq | decode | " in text
+
+
+def test_interleaved_needs_two_available_codecs():
+    from conformance.benchmarks import interleaved
+
+    with pytest.raises(ValueError, match="at least two codecs"):
+        interleaved.measure(["reference-v1"], ["control-AbortReq"])
+
+
+def test_interleaved_targets_against_sglang_met_and_missed():
+    from conformance.benchmarks.interleaved import Row, targets
+
+    def rows(*ups: float) -> List[Row]:
+        return [Row(f"f{i}", "round trip", {}, {"sglang": x}) for i, x in enumerate(ups)]
+
+    met = targets(rows(1.1, 1.3, 1.25), "reference-v1")
+    assert met[0].startswith("met: reference-v1 round trip at least 1.2x sglang at the corpus median: 1.25x over 3 families")
+    assert met[1] == "met: reference-v1 round trip at least 1x sglang in every family: slowest f0 1.10x."
+    missed = targets(rows(0.9, 1.3, 1.1), "reference-v1")
+    assert missed[0].startswith("**MISSED**") and "1.10x over 3 families" in missed[0]
+    assert missed[1].endswith("behind on f0 0.90x.")
+    assert targets(rows(1.0), "reference-v1", other="pickle") == []

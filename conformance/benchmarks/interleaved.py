@@ -1,0 +1,171 @@
+"""Interleaved timing of two or more codecs: ratios that hold on a machine whose speed drifts.
+
+pytest-benchmark times one benchmark after another, so on a shared 2-core VM
+whose speed moves 2-3x over minutes, a ratio between two codecs measured a
+minute apart moves with it (this repository saw 1.23x and 0.95x for the same
+code). Here every *round* times each codec once, in turn, on the same message
+(a batch of calls long enough to read a clock, about 4 ms), and the ratio is
+taken inside the round, where both codecs saw the same machine. A family's
+ratio is the median of its rounds' ratios; the corpus figure is the median over
+families, as in the issue's targets.
+
+``python -m conformance.benchmarks interleaved --codecs reference-v1,sglang``
+prints, per family of :mod:`.corpus`, the median time of each codec and the
+speed-up of the first codec over each other one (above 1: the first is faster),
+then the target lines when one of the others is SGLang's codec. The garbage
+collector stays on, as in a serving process. It measures; it gates nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import shlex
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence
+
+from . import corpus
+from .codecs import get_codec, unavailable
+from .provenance import header
+from .table import fmt_time
+
+__all__ = ["OPS", "Row", "measure", "render", "targets", "main_interleaved"]
+
+#: What one call does, per operation name.
+OPS = ("round trip", "encode", "decode")
+#: The issue's targets against SGLang 0.5.23's codec (round trip).
+MEDIAN_TARGET = 1.2
+EACH_FAMILY_TARGET = 1.0
+#: Seconds one codec's batch of calls takes in a round.
+BATCH_SECONDS = 0.004
+
+
+@dataclass(frozen=True)
+class Row:
+    """One family and operation: each codec's median seconds per call, and the first codec's speed-up over each other."""
+
+    family: str
+    op: str
+    seconds: Dict[str, float]
+    speedup: Dict[str, float]
+
+
+def _call(codec_name: str, op: str, msg: object) -> Callable[[], object]:
+    codec = get_codec(codec_name)
+    obj = codec.prepare(msg)
+    frames = codec.encode(obj)
+    if op == "encode":
+        return lambda: codec.encode(obj)
+    if op == "decode":
+        return lambda: codec.decode(frames)
+    return lambda: codec.decode(codec.encode(obj))
+
+
+def _batch(call: Callable[[], object], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        call()
+    return (time.perf_counter() - start) / n
+
+
+def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] = ("round trip",), rounds: int = 15) -> List[Row]:
+    """Time ``codecs`` on each family and operation, interleaved round by round (see the module docstring)."""
+    if len(codecs) < 2:
+        raise ValueError("interleaved timing needs at least two codecs: the first is compared with the others")
+    for name in codecs:
+        why = unavailable(name)
+        if why:
+            raise ValueError(f"cannot measure {name}: {why}")
+    rows = []
+    for family in families:
+        msg = corpus.build(family)
+        for op in ops:
+            calls = {name: _call(name, op, msg) for name in codecs}
+            gc.collect()
+            # calls per batch, from one timed call of each (the slowest sets it for all: same n, same conditions)
+            one = max(_batch(call, 1) for call in calls.values())
+            n = max(1, int(BATCH_SECONDS / max(one, 1e-7)))
+            times: Dict[str, List[float]] = {name: [] for name in codecs}
+            ratios: Dict[str, List[float]] = {name: [] for name in codecs[1:]}
+            for _ in range(rounds):
+                this_round = {name: _batch(call, n) for name, call in calls.items()}
+                for name, seconds in this_round.items():
+                    times[name].append(seconds)
+                for name in codecs[1:]:
+                    ratios[name].append(this_round[name] / this_round[codecs[0]])
+            rows.append(
+                Row(
+                    family,
+                    op,
+                    {name: statistics.median(v) for name, v in times.items()},
+                    {name: statistics.median(v) for name, v in ratios.items()},
+                )
+            )
+    return rows
+
+
+def targets(rows: Sequence[Row], first: str, other: str = "sglang") -> List[str]:
+    """The issue's two targets for ``first`` against ``other`` on the round trip: met or MISSED, with the figures."""
+    ups = {row.family: row.speedup[other] for row in rows if row.op == "round trip" and other in row.speedup}
+    if not ups:
+        return []
+    med = statistics.median(ups.values())
+    behind = sorted((f, x) for f, x in ups.items() if x < EACH_FAMILY_TARGET)
+    return [
+        f"{'met' if med >= MEDIAN_TARGET else '**MISSED**'}: {first} round trip at least {MEDIAN_TARGET:g}x {other} at the corpus median: "
+        f"{med:.2f}x over {len(ups)} families (range {min(ups.values()):.2f}x to {max(ups.values()):.2f}x).",
+        f"{'met' if not behind else '**MISSED**'}: {first} round trip at least {EACH_FAMILY_TARGET:g}x {other} in every family"
+        + (": slowest " + min(((f"{f} {x:.2f}x", x) for f, x in ups.items()), key=lambda p: p[1])[0] + "." if not behind else "; behind on " + ", ".join(f"{f} {x:.2f}x" for f, x in behind) + "."),
+    ]
+
+
+def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int) -> str:
+    first, others = codecs[0], list(codecs[1:])
+    lines = [
+        header(f"interleaved ({rounds} rounds; each round times every codec once, in turn)", command).rstrip("\n"),
+        "",
+        f"Times are medians over the rounds; (x) is {first}'s speed-up over that codec, the median of the per-round ratios (above 1: {first} is faster).",
+        "",
+        "| family | operation | " + " | ".join(codecs) + " |",
+        "|---|---|" + "---|" * len(codecs),
+    ]
+    for row in rows:
+        cells = [fmt_time(row.seconds[first])] + [f"{fmt_time(row.seconds[o])} ({row.speedup[o]:.2f}x)" for o in others]
+        lines.append(f"| {row.family} | {row.op} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for other in others:
+        for line in targets(rows, first, other) if other == "sglang" else []:
+            lines.append(f"- {line}")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main_interleaved(codecs: List[str], families: Optional[List[str]], ops: List[str], rounds: int, out: Optional[str]) -> int:
+    """The ``interleaved`` subcommand: measure, print the table, write it to ``out``."""
+    unknown = [f for f in families or [] if f not in corpus.FAMILIES]
+    if unknown:
+        raise SystemExit(f"unknown families {unknown}; choose from {list(corpus.FAMILIES)}")
+    bad_ops = [op for op in ops if op not in OPS]
+    if bad_ops:
+        raise SystemExit(f"unknown operations {bad_ops}; choose from {list(OPS)}")
+    chosen = families or list(corpus.FAMILIES)
+    command = "python -m conformance.benchmarks interleaved --codecs " + ",".join(codecs)
+    if families:
+        command += " --families " + ",".join(families)
+    if ops != ["round trip"]:
+        command += " --ops " + shlex.quote(",".join(ops))
+    if rounds != 15:
+        command += f" --rounds {rounds}"
+    if out:
+        command += f" --out {out}"
+    try:
+        rows = measure(codecs, chosen, ops, rounds)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    text = render(rows, codecs, command, rounds)
+    print(text, end="")
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {out}")
+    return 0
