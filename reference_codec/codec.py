@@ -149,8 +149,8 @@ class ReferenceCodec:
         # whose answer may change from call to call
         self._layouts: Optional[Dict[Tuple[int, bytes], Any]] = None if callable(map_location) else {}
         self._state = _CallState()
-        self._encoder = msgspec.msgpack.Encoder(enc_hook=self._enc_hook)
-        self._unspliced_encoder = msgspec.msgpack.Encoder(enc_hook=self._unspliced_enc_hook)
+        self._encoder = msgspec.msgpack.Encoder(enc_hook=self._to_wire)
+        self._unspliced_encoder = msgspec.msgpack.Encoder(enc_hook=self._unspliced_to_wire)
         # (shape, dtype) -> layout head of a plain CPU tensor (see buffers.plain_tensor_bytes)
         self._tensor_heads: Dict[Tuple[Any, Any], bytes] = {}
         self._decoder = msgspec.msgpack.Decoder(
@@ -234,14 +234,16 @@ class ReferenceCodec:
             path = None
         return EncodeError(str(exc), format_path(path) if path is not None else "$")
 
-    def _enc_hook(self, obj: Any) -> Any:
-        return self._to_wire(obj, True)
-
-    def _unspliced_enc_hook(self, obj: Any) -> Any:
+    def _unspliced_to_wire(self, obj: Any) -> Any:
         return self._to_wire(obj, False)
 
-    def _to_wire(self, obj: Any, splice: bool) -> Any:
-        """What msgspec writes for ``obj``; ``splice``: a large v1 buffer may become a placeholder."""
+    def _to_wire(self, obj: Any, splice: bool = True) -> Any:
+        """What msgspec writes for ``obj`` (the encoder's hook); ``splice``: a large v1 buffer may become a placeholder."""
+        if type(obj) is array:  # first: the most frequent in requests (token ids), and the cheapest test
+            head = _ARRAY_HEADS.get(obj.typecode)
+            if head is None or not len(obj):
+                return self._buffer_ext(wire.EXT_ARRAY, obj, buffers.array_to_wire, splice)
+            return self._buffer_payload(wire.EXT_ARRAY, head, memoryview(obj).cast("B"), splice)
         if isinstance(obj, torch.Tensor):
             raw = buffers.plain_tensor_bytes(obj)
             if raw is None:
@@ -254,11 +256,6 @@ class ReferenceCodec:
             return self._buffer_payload(wire.EXT_TORCH_TENSOR, head, raw, splice)
         if type(obj) is np.ndarray:
             return self._buffer_ext(wire.EXT_NDARRAY, obj, buffers.ndarray_to_wire, splice)
-        if type(obj) is array:
-            head = _ARRAY_HEADS.get(obj.typecode)
-            if head is None or not len(obj):
-                return self._buffer_ext(wire.EXT_ARRAY, obj, buffers.array_to_wire, splice)
-            return self._buffer_payload(wire.EXT_ARRAY, head, memoryview(obj).cast("B"), splice)
         if type(obj) is Int128:
             return msgspec.msgpack.Ext(wire.EXT_BIGINT, _bigint_bytes(obj))
         self._state.failed = obj

@@ -176,11 +176,16 @@ def _compile_struct(cls: type, plan: List[Tuple[str, Node]], sets: bool) -> Walk
     for i, (name, node) in enumerate(plan):
         if not name.isidentifier():
             raise TypeError(f"{cls.__qualname__}.{name} is not an identifier")
-        env[f"_walk{i}"] = _compile(node, sets)
+        leaf = _leaf_kind(node, sets)
+        if leaf is not None:  # visited where it stands: one call fewer for the commonest watched field
+            call = f"visit({leaf!r}, item, path + ({name!r},))"
+        else:
+            env[f"_walk{i}"] = _compile(node, sets)
+            call = f"_walk{i}(item, visit, path + ({name!r},))"
         lines += [
             f"    item = value.{name}",
             "    if item is not None:",
-            f"        new = _walk{i}(item, visit, path + ({name!r},))",
+            f"        new = {call}",
             "        if new is not item:",
             "            if changes is None:",
             "                changes = {}",
@@ -191,6 +196,15 @@ def _compile_struct(cls: type, plan: List[Tuple[str, Node]], sets: bool) -> Walk
     walk = env["walk"]
     walk.__qualname__ = f"walk_{cls.__name__}"
     return cast(Walker, walk)
+
+
+def _leaf_kind(node: Node, sets: bool) -> Optional[str]:
+    """The kind ``visit`` gets for a field at ``node`` when a non-None value is visited as a whole, else None."""
+    if node.kind == "union" and not node.structs and node.child is not None:
+        node = node.child  # Optional[...] of a leaf
+    if node.kind in ("any", "opaque") or (node.kind == "set" and sets and node.child is None):
+        return node.kind
+    return None
 
 
 def _compile(node: Node, sets: bool) -> Walker:
