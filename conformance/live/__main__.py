@@ -121,6 +121,7 @@ def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict
     base = runs.get(baseline) or []
     base_rps = statistics.median(r.requests_per_s for r in base) if base else None
     base_tps = statistics.median(r.tokens_per_s for r in base) if base else None
+    base_ipc = statistics.median(r.ipc_cpu_s for r in base) if base else None
     rows = []
     for codec, results in runs.items():
         if not results:
@@ -128,6 +129,7 @@ def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict
         itls = [r.mean_itl_s for r in results if r.mean_itl_s is not None]
         rps = statistics.median(r.requests_per_s for r in results)
         tps = statistics.median(r.tokens_per_s for r in results)
+        ipc = statistics.median(r.ipc_cpu_s for r in results)
         rows.append(
             {
                 "codec": results[0].codec,
@@ -139,6 +141,9 @@ def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict
                 "requests_per_s_all": [round(r.requests_per_s, 3) for r in results],
                 "ratio_requests_per_s": round(rps / base_rps, 4) if base_rps else None,
                 "ratio_tokens_per_s": round(tps / base_tps, 4) if base_tps else None,
+                "ipc_cpu_s": round(ipc, 4),
+                "cpu_s": round(statistics.median(r.cpu_s for r in results), 4),
+                "ratio_ipc_cpu_s": round(ipc / base_ipc, 4) if base_ipc else None,
             }
         )
     return rows
@@ -150,8 +155,13 @@ def row_line(row: Dict[str, Any]) -> str:
     return (
         f"median of {row['runs']}: {row['codec']:>12} {row['requests_per_s']:.1f} req/s ({runs}), "
         f"{row['tokens_per_s']:.1f} tok/s, mean ITL {itl}; x{row['ratio_requests_per_s']:.3f} req/s, "
-        f"x{row['ratio_tokens_per_s']:.3f} tok/s of the first codec"
+        f"x{row['ratio_tokens_per_s']:.3f} tok/s of the first codec; CPU in IPC {row['ipc_cpu_s']:.3f} s "
+        f"({_times(row['ratio_ipc_cpu_s'])} the first codec's) of {row['cpu_s']:.3f} s"
     )
+
+
+def _times(ratio: Optional[float]) -> str:
+    return "n/a" if ratio is None else f"x{ratio:.3f}"
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ import msgspec
 import zmq
 
 from reference_codec import schema as s
-from reference_codec import transport
 
-from .process import POLL_MS, receive_all
+from .process import POLL_MS, new_stats, receive_all, send_counted
 from .workload import WorkItem
 
 __all__ = ["split_rows", "ClientRun", "drive"]
@@ -63,7 +62,7 @@ class ClientRun:
         self.outputs: Dict[str, List[Any]] = {}
         self.arrivals: Dict[str, List[Tuple[float, int]]] = {}  # (time, new tokens)
         self.sent_at: Dict[str, float] = {}
-        self.stats: Dict[str, Any] = {"decode_errors": 0, "decode_crashes": 0, "received": 0, "sent": 0, "first_errors": []}
+        self.stats: Dict[str, Any] = new_stats()
         self.unexpected: List[str] = []
         self.started = self.ended = 0.0
 
@@ -90,6 +89,7 @@ def drive(
     pending = list(workload)
     waiting: Dict[str, WorkItem] = {}
     run.started = time.perf_counter()
+    cpu_at_start = time.process_time()
 
     def send_next() -> None:
         while pending and len(waiting) < concurrency:
@@ -103,8 +103,7 @@ def drive(
             run.outputs[item.rid] = []
             run.arrivals[item.rid] = []
             for msg in item.messages:
-                transport.send(to_scheduler, msg, codec)
-                run.stats["sent"] += 1
+                send_counted(to_scheduler, msg, codec, run.stats)
 
     send_next()
     last_arrival = time.monotonic()
@@ -130,6 +129,7 @@ def drive(
                     del waiting[rid]
         send_next()
     run.ended = time.perf_counter()
+    run.stats["cpu_s"] = time.process_time() - cpu_at_start
     return run
 
 

@@ -66,7 +66,10 @@ class PipelineResult:
     hop_stats
         Process name -> counters: ``decode_errors`` (bad frames the codec
         refused), ``decode_crashes`` (frames that made it raise something
-        else), ``received``, ``sent``, ``first_errors``.
+        else), ``received``, ``sent``, ``first_errors``, ``send_cpu_s`` and
+        ``recv_cpu_s`` (CPU seconds of its thread in ``transport.send`` and
+        ``transport.recv``: codec and socket)
+        and ``cpu_s`` (its CPU seconds from ready to stop).
     requests_per_s, tokens_per_s
         Answered requests and generated tokens per second of wall time,
         from the first send to the last answer (process start-up excluded).
@@ -103,7 +106,19 @@ class PipelineResult:
             "mean_itl_ms": None if self.mean_itl_s is None else round(self.mean_itl_s * 1e3, 4),
             "decode_errors": {name: st.get("decode_errors", 0) for name, st in sorted(self.hop_stats.items())},
             "decode_crashes": {name: st.get("decode_crashes", 0) for name, st in sorted(self.hop_stats.items())},
+            "ipc_cpu_s": {name: round(_ipc_cpu_s(st), 6) for name, st in sorted(self.hop_stats.items())},
+            "cpu_s": {name: round(st.get("cpu_s", 0.0), 6) for name, st in sorted(self.hop_stats.items())},
         }
+
+    @property
+    def ipc_cpu_s(self) -> float:
+        """CPU seconds every process spent in send and receive (codec and socket), summed."""
+        return sum(_ipc_cpu_s(st) for st in self.hop_stats.values())
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds of every process from ready to stop, summed."""
+        return sum(st.get("cpu_s", 0.0) for st in self.hop_stats.values())
 
     def line(self) -> str:
         """One human-readable line of the figures."""
@@ -112,8 +127,13 @@ class PipelineResult:
         return (
             f"{self.codec:>12} on {self.device}, concurrency {self.concurrency}: {self.requests} requests, "
             f"{self.output_tokens} tokens in {self.wall_s:.3f} s = {self.requests_per_s:.1f} req/s, "
-            f"{self.tokens_per_s:.1f} tok/s, mean ITL {itl}; bad frames counted: {errors}"
+            f"{self.tokens_per_s:.1f} tok/s, mean ITL {itl}; CPU in IPC {self.ipc_cpu_s:.3f} s of {self.cpu_s:.3f} s; "
+            f"bad frames counted: {errors}"
         )
+
+
+def _ipc_cpu_s(stats: Dict[str, Any]) -> float:
+    return stats.get("send_cpu_s", 0.0) + stats.get("recv_cpu_s", 0.0)
 
 
 def default_device() -> str:

@@ -8,6 +8,13 @@ on a ``multiprocessing`` queue: ``("ready", name, None)`` once its sockets
 are up, then ``("stats", name, counters)`` when it stops, or ``("error",
 name, traceback)`` if it fails.
 
+Every process also counts the CPU time of its own thread spent in
+``transport.send`` and ``transport.recv`` (codec and socket: ``send_cpu_s``,
+``recv_cpu_s``)
+and, at the end, its whole CPU time from ``ready`` on (``cpu_s``). CPU time,
+not wall time: on a machine with fewer cores than processes, a process waiting
+for a core would count its wait as IPC.
+
 Bad input never kills a process: a frame the codec refuses with its
 declared decode error is counted in ``decode_errors``, one that makes the
 codec raise anything else in ``decode_crashes``, and the first few messages
@@ -26,7 +33,7 @@ import zmq
 
 from reference_codec import transport
 
-__all__ = ["HopConfig", "Hop", "POLL_MS", "SEND_TIMEOUT_MS"]
+__all__ = ["HopConfig", "Hop", "POLL_MS", "SEND_TIMEOUT_MS", "new_stats", "send_counted", "receive_all"]
 
 #: How long an idle process blocks on its inbox before looking at the stop flag again.
 POLL_MS = 50
@@ -56,8 +63,9 @@ class Hop:
         self.config = config
         self._stop = stop
         self._reports = reports
-        self.stats: Dict[str, Any] = {"decode_errors": 0, "decode_crashes": 0, "received": 0, "sent": 0, "first_errors": []}
+        self.stats = new_stats()
         self._sockets: List[zmq.Socket] = []
+        self._cpu_at_ready: Optional[float] = None
 
     def __enter__(self) -> "Hop":
         self._context = zmq.Context()
@@ -76,6 +84,8 @@ class Hop:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is None:
+            if self._cpu_at_ready is not None:
+                self.stats["cpu_s"] = time.process_time() - self._cpu_at_ready
             self._reports.put(("stats", self.name, self.stats))
         else:
             self._reports.put(("error", self.name, "".join(traceback.format_exception(exc_type, exc, tb))))
@@ -98,6 +108,7 @@ class Hop:
         return sock
 
     def ready(self) -> None:
+        self._cpu_at_ready = time.process_time()
         self._reports.put(("ready", self.name, None))
 
     def stopping(self) -> bool:
@@ -110,8 +121,20 @@ class Hop:
         return receive_all(sock, self.codec, self.stats)
 
     def send(self, sock: zmq.Socket, msg: Any) -> None:
-        transport.send(sock, msg, self.codec)
-        self.stats["sent"] += 1
+        send_counted(sock, msg, self.codec, self.stats)
+
+
+def new_stats() -> Dict[str, Any]:
+    """A process's counters, all zero."""
+    return {"decode_errors": 0, "decode_crashes": 0, "received": 0, "sent": 0, "send_cpu_s": 0.0, "recv_cpu_s": 0.0, "first_errors": []}
+
+
+def send_counted(sock: zmq.Socket, msg: Any, codec: Any, stats: Dict[str, Any]) -> None:
+    """``transport.send``, counted in ``stats`` (``sent``, and its thread CPU time in ``send_cpu_s``)."""
+    start = time.thread_time()
+    transport.send(sock, msg, codec)
+    stats["send_cpu_s"] += time.thread_time() - start
+    stats["sent"] += 1
 
 
 def receive_all(sock: zmq.Socket, codec: Any, stats: Dict[str, Any], times: Optional[List[float]] = None) -> List[Any]:
@@ -121,16 +144,21 @@ def receive_all(sock: zmq.Socket, codec: Any, stats: Dict[str, Any], times: Opti
     """
     out = []
     for _ in range(_MAX_DRAIN):
+        start = time.thread_time()
         try:
             msg = transport.recv(sock, codec, flags=zmq.NOBLOCK)
         except zmq.Again:
+            stats["recv_cpu_s"] += time.thread_time() - start
             break
         except codec.caps.decode_error as exc:
+            stats["recv_cpu_s"] += time.thread_time() - start
             _count(stats, "decode_errors", exc)
             continue
         except Exception as exc:  # a codec that raises something other than its declared error
+            stats["recv_cpu_s"] += time.thread_time() - start
             _count(stats, "decode_crashes", exc)
             continue
+        stats["recv_cpu_s"] += time.thread_time() - start
         stats["received"] += 1
         out.append(msg)
         if times is not None:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
+import zmq
 
 from conformance.equivalence import compare
 from conformance.live import __main__ as cli
 from conformance.live import compare_results, run_pipeline
 from conformance.live.client import split_rows
 from conformance.live.precomputed import MAX_TOP, PrecomputedLM
+from conformance.live.process import new_stats, receive_all, send_counted
 from conformance.live.scheduler import Scheduler
 from conformance.live.workload import generate_decode_heavy_workload
 
@@ -81,6 +84,18 @@ def test_ipc_bound_pipeline_answers_identically_with_pickle_and_reference():
     assert runs[1].output_tokens == sum(item.messages[0].sampling_params.max_new_tokens for item in WORKLOAD)
 
 
+def test_every_process_reports_the_cpu_time_of_its_sends_and_receives_within_its_own_cpu_time():
+    result = run_pipeline("reference", WORKLOAD, device="cpu", concurrency=4, ipc_bound=True)
+    summary = result.summary()
+    assert set(summary["ipc_cpu_s"]) == {"client", "detokenizer", "scheduler"}
+    for name, stats in result.hop_stats.items():  # every process both receives and sends
+        assert stats["send_cpu_s"] > 0 and stats["recv_cpu_s"] > 0, name
+        assert stats["send_cpu_s"] + stats["recv_cpu_s"] <= stats["cpu_s"], name
+        assert math.isclose(summary["ipc_cpu_s"][name], stats["send_cpu_s"] + stats["recv_cpu_s"], abs_tol=1e-5)
+    assert math.isclose(result.ipc_cpu_s, sum(summary["ipc_cpu_s"].values()), abs_tol=1e-4)
+    assert f"CPU in IPC {result.ipc_cpu_s:.3f} s" in result.line()
+
+
 def test_the_command_line_alternates_repeats_and_reports_medians_and_ratios(monkeypatch, tmp_path, capsys):
     canned = {codec: run_pipeline(codec, WORKLOAD[:2], device="cpu", concurrency=2, ipc_bound=True) for codec in ("pickle", "reference")}
     calls = []
@@ -101,5 +116,52 @@ def test_the_command_line_alternates_repeats_and_reports_medians_and_ratios(monk
     assert by_codec["pickle"]["ratio_requests_per_s"] == 1.0
     ref, pk = by_codec["reference"], by_codec["pickle"]
     assert math.isclose(ref["ratio_requests_per_s"], ref["requests_per_s"] / pk["requests_per_s"], rel_tol=1e-3)
+    assert math.isclose(ref["ratio_ipc_cpu_s"], ref["ipc_cpu_s"] / pk["ipc_cpu_s"], rel_tol=1e-2)
+    assert "CPU in IPC" in printed
     assert report["ipc_bound"] is True and report["repeats"] == 2 and len(report["runs"]) == 4
 
+
+
+class _SlowCodec:
+    """Burns ``cost`` seconds of CPU in each encode and decode; frames are the message itself."""
+
+    class caps:
+        decode_error = ValueError
+
+    def __init__(self, cost: float):
+        self.cost = cost
+
+    def _burn(self) -> None:
+        end = time.thread_time() + self.cost
+        while time.thread_time() < end:
+            pass
+
+    def encode(self, msg):
+        self._burn()
+        return [msg]
+
+    def decode(self, frames):
+        self._burn()
+        return bytes(frames[0])
+
+
+def test_send_and_receive_count_the_cpu_time_the_codec_spends_in_them():
+    context = zmq.Context()
+    pull, push = context.socket(zmq.PULL), context.socket(zmq.PUSH)
+    try:
+        pull.bind("inproc://cpu-accounting")
+        push.connect("inproc://cpu-accounting")
+        codec, sent, received = _SlowCodec(0.005), new_stats(), new_stats()
+        for i in range(4):
+            send_counted(push, b"m%d" % i, codec, sent)
+        deadline = time.monotonic() + 10
+        got = []
+        while len(got) < 4 and time.monotonic() < deadline:
+            got += receive_all(pull, codec, received)
+        assert got == [b"m0", b"m1", b"m2", b"m3"]
+        assert sent["sent"] == 4 and sent["send_cpu_s"] >= 4 * 0.005
+        assert received["received"] == 4 and received["recv_cpu_s"] >= 4 * 0.005
+    finally:
+        pull.close(linger=0)
+        push.close(linger=0)
+        context.term()
