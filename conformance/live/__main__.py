@@ -17,6 +17,7 @@ its repeats and the ratio to the first codec.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -58,27 +59,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     runs: Dict[str, List[PipelineResult]] = {c: [] for c in codecs}
     failures: List[str] = []
-    for repeat in range(args.repeats):
-        for codec in codecs:
-            try:
-                result = run_pipeline(
-                    codec,
-                    workload,
-                    device=device,
-                    concurrency=args.concurrency,
-                    model_seed=args.model_seed,
-                    ipc_bound=args.ipc_bound,
-                    timeout_s=args.timeout,
-                )
-            except (PipelineError, ValueError) as exc:
-                print(f"FAILED {codec}: {exc}", flush=True)
-                failures.append(f"{codec}: {exc}")
-                if codec == codecs[0] and not runs[codec]:
-                    print("error: the baseline did not run; nothing to compare against", file=sys.stderr)
-                    return 2
-                continue
-            print(result.line(), flush=True)
-            runs[codec].append(result)
+    try:
+        outcome = _run_repeats(args, codecs, workload, device, runs, failures)
+    finally:
+        gc.unfreeze()
+    if outcome is not None:
+        return outcome
 
     baseline = runs[codecs[0]][0]
     others = [r for c in codecs for r in runs[c] if r is not baseline]
@@ -114,6 +100,39 @@ def main(argv: Optional[List[str]] = None) -> int:
                 indent=2,
             )
     return 1 if (mismatches or failures) else 0
+
+
+def _run_repeats(
+    args: argparse.Namespace, codecs: List[str], workload: List[Any], device: str, runs: Dict[str, List[PipelineResult]], failures: List[str]
+) -> Optional[int]:
+    """Run every codec ``args.repeats`` times, alternating; an exit status when the baseline could not run, else None."""
+    for _ in range(args.repeats):
+        for codec in codecs:
+            # The client runs in this process, which keeps every earlier run's answers for the
+            # comparison: frozen, they are not traversed by the client's collections, so a later
+            # run does not pay for the answers of the runs before it.
+            gc.collect()
+            gc.freeze()
+            try:
+                result = run_pipeline(
+                    codec,
+                    workload,
+                    device=device,
+                    concurrency=args.concurrency,
+                    model_seed=args.model_seed,
+                    ipc_bound=args.ipc_bound,
+                    timeout_s=args.timeout,
+                )
+            except (PipelineError, ValueError) as exc:
+                print(f"FAILED {codec}: {exc}", flush=True)
+                failures.append(f"{codec}: {exc}")
+                if codec == codecs[0] and not runs[codec]:
+                    print("error: the baseline did not run; nothing to compare against", file=sys.stderr)
+                    return 2
+                continue
+            print(result.line(), flush=True)
+            runs[codec].append(result)
+    return None
 
 
 def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict[str, Any]]:

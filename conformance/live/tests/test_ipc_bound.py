@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import time
@@ -102,6 +103,8 @@ def test_the_command_line_alternates_repeats_and_reports_medians_and_ratios(monk
 
     def fake_run(codec, workload, **kw):
         calls.append((codec, kw["ipc_bound"]))
+        # the answers the parent keeps from earlier runs are frozen out of the client's collections
+        assert gc.get_freeze_count() >= len(calls)
         return canned[codec]
 
     monkeypatch.setattr(cli, "run_pipeline", fake_run)
@@ -109,6 +112,7 @@ def test_the_command_line_alternates_repeats_and_reports_medians_and_ratios(monk
     argv = ["--ipc-bound", "--workload", "decode-heavy", "--requests", "2", "--seed", "1", "--repeats", "2", "--json", str(out_file)]
     assert cli.main(argv) == 0
     assert calls == [("pickle", True), ("reference", True), ("pickle", True), ("reference", True)]
+    assert gc.get_freeze_count() == 0  # and given back when the runs end
     printed = capsys.readouterr().out
     assert "ipc-bound" in printed and "median of 2" in printed and "identical" in printed
     report = json.loads(out_file.read_text())
