@@ -141,7 +141,8 @@ class ReferenceCodec:
         self.allow_pickle = allow_pickle
         self.limits = limits
         self.map_location = map_location
-        self.pause_gc_bytes = _NEVER if pause_gc_bytes is None else pause_gc_bytes
+        self.pause_gc_bytes = pause_gc_bytes
+        self._pause_gc_at = _NEVER if pause_gc_bytes is None else pause_gc_bytes
         # per message class, the walk of its untyped, opaque and (encode) typed-set positions; None: nothing to visit
         self._encode_walkers = {cls: walker_for(cls, sets=True) for cls in MESSAGE_TYPES.values()}
         self._decode_walkers = {cls: walker_for(cls, sets=False) for cls in MESSAGE_TYPES.values()}
@@ -369,7 +370,7 @@ class ReferenceCodec:
         else:
             views = self._frame_views(frames)
             body = views[0]
-        pause = len(body) >= self.pause_gc_bytes and gc.isenabled()
+        pause = len(body) >= self._pause_gc_at and gc.isenabled()
         if pause:
             gc.disable()
         try:
