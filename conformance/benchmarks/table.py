@@ -186,7 +186,8 @@ def targets(records: List[Record]) -> List[str]:
         lines.append(
             f"{_mark(med >= V1_VS_SGLANG_MEDIAN)}: reference wire v1 round trip at least {V1_VS_SGLANG_MEDIAN:g}× "
             f"SGLang 0.5.23's codec at the median: {_ratio(med)} over {len(vs)} families "
-            f"(range {_ratio(min(vs.values()))} to {_ratio(max(vs.values()))})."
+            f"(range {_ratio(min(vs.values()))} to {_ratio(max(vs.values()))}). Timed one codec after another; "
+            "`python -m conformance.benchmarks interleaved` gives ratios that hold when the machine's speed drifts."
         )
         behind = sorted(f for f, x in vs.items() if x < V1_VS_SGLANG_FLOOR)
         lines.append(
