@@ -3,9 +3,11 @@
 Two kinds of positions need the codec's attention: *untyped* ones (``object``,
 ``Any``), where msgpack alone would lose Python types that pickle keeps, and
 *opaque* ones, where SGLang's ``PickleWrapper`` may arrive. For each struct
-class a plan lists only the fields whose type contains such a position, so
-encoding a ``BatchTokenIDOutput`` with no beam output or custom info looks at
-two ``None`` fields and nothing else.
+class a plan lists only the fields whose type contains such a position (and,
+for encoding, a typed set, written in canonical order), and
+:func:`walker_for` compiles the plan into one function per class, so encoding
+a ``BatchTokenIDOutput`` with no beam output or custom info reads three
+``None`` fields and nothing else, and a control message is not walked at all.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from msgspec import inspect as mi
 
 from .schema import PickleWrapper
 
-__all__ = ["Node", "ANY", "OPAQUE", "plan_for", "map_positions", "walker_for", "Visitor", "Walker"]
+__all__ = ["Node", "ANY", "OPAQUE", "plan_for", "walker_for", "Visitor", "Walker"]
 
 
 class Node:
@@ -111,17 +113,6 @@ def _node(t: mi.Type) -> Optional[Node]:
     return None
 
 
-def map_positions(value: object, visit: Visitor, path: Tuple = (), *, sets: bool = True) -> object:
-    """Apply ``visit`` at every untyped/opaque position of struct ``value`` (and typed set, with ``sets``).
-
-    Returns ``value`` itself when nothing changed, else a copy with only the
-    changed branches rebuilt (the caller's message is never mutated). The
-    codec calls :func:`walker_for` once per class instead; this is the same walk.
-    """
-    walk = walker_for(type(value), sets=sets)
-    return value if walk is None else walk(value, visit, path)
-
-
 #: A compiled walk of one struct class: ``walk(value, visit, path) -> value or a changed copy``.
 Walker = Callable[[Any, Visitor, Tuple], object]
 
@@ -132,11 +123,12 @@ def walker_for(cls: type, *, sets: bool = True) -> Optional[Walker]:
     """The compiled walk of ``cls``'s untyped and opaque positions (and typed sets, with ``sets``), or None.
 
     None means a value of ``cls`` never needs the codec's attention, so the
-    caller skips the walk entirely: the common case for control messages, and
-    for every message on decode, where a set needs nothing (``sets=False``).
-    Compiled once per class: a struct's fields are read with one
-    ``attrgetter`` and a message whose watched fields are all None costs that
-    call and one comparison.
+    caller skips the walk entirely: every control message, and on decode
+    (``sets=False``: a set needs nothing on receive) every class whose only
+    watched position is a typed set. Compiled once per class and cached, into
+    one generated function (:func:`_compile_struct`); a walk returns ``value``
+    itself when nothing changed, else a copy with only the changed branches
+    rebuilt, and never mutates the caller's message.
     """
     key = (cls, sets)
     try:
