@@ -500,3 +500,12 @@ def test_interleaved_targets_against_sglang_met_and_missed():
     assert missed[0].startswith("**MISSED**") and "1.10x over 3 families" in missed[0]
     assert missed[1].endswith("behind on f0 0.90x.")
     assert targets(rows(1.0), "reference-v1", other="pickle") == []
+
+
+def test_interleaved_command_refuses_unknown_families_operations_and_codecs_by_name():
+    with pytest.raises(SystemExit, match=r"unknown families \['nope'\]"):
+        main(["interleaved", "--codecs", "reference-v1,pickle", "--families", "nope"])
+    with pytest.raises(SystemExit, match=r"unknown operations \['roundtrip'\]"):
+        main(["interleaved", "--codecs", "reference-v1,pickle", "--ops", "roundtrip"])
+    with pytest.raises((SystemExit, ValueError), match="unknown benchmark codec 'nope'"):
+        main(["interleaved", "--codecs", "reference-v1,nope", "--families", "control-AbortReq", "--rounds", "1"])
