@@ -204,8 +204,7 @@ def tensor_layout(metadata: object, limits: DecodeLimits, map_location: MapLocat
 
 def tensor_from_layout(layout: TensorLayout, raw: memoryview, writable: bool) -> torch.Tensor:
     """The tensor ``raw`` holds: a view of ``raw`` when it is writable and aligned, else one copy."""
-    if layout.nbytes != len(raw):
-        _check_length(layout.shape, layout.nbytes, layout.dtype.itemsize, raw)
+    _check_length(layout.shape, layout.nbytes, layout.dtype.itemsize, raw)
     if layout.nbytes == 0:
         tensor = torch.empty(layout.shape, dtype=layout.dtype)
     else:

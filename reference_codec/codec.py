@@ -29,7 +29,6 @@ __all__ = ["ReferenceCodec", "Frames"]
 #: What ``encode`` returns and ``decode`` accepts: the body, then any out-of-band buffers.
 Frames = List[Union[bytes, bytearray, memoryview]]
 
-_unpack_u32 = wire.U32.unpack_from  # the metadata length prefix (4 bytes)
 _INT_MIN = -(2**63)
 _UINT_MAX = 2**64 - 1
 # The map keys an untyped value may have, on both sides of the wire (see wire.py).
@@ -545,16 +544,11 @@ class ReferenceCodec:
         Only metadata that passed is kept; a callable ``map_location`` is
         called for every tensor, as documented.
         """
-        # _metadata_end, inlined: this runs once per tensor received
-        if len(data) < 4:
-            raise ValueError("buffer payload is shorter than its metadata length prefix")
-        end = 4 + _unpack_u32(data)[0]
-        if end > len(data):
-            raise ValueError(f"metadata length {end - 4} runs past the end of the {len(data)}-byte payload")
+        end = _metadata_end(data)
         rest = data[end:]
         if out_of_band and len(rest) != wire.U32.size:
             raise ValueError(f"out-of-band payload must end in a 4-byte frame index, found {len(rest)} bytes")
-        key = (code, bytes(data[4:end]))
+        key = (code, bytes(data[wire.U32.size : end]))
         cache = self._layouts
         layout = cache.get(key) if cache is not None else None
         if layout is None:

@@ -208,7 +208,7 @@ def _compile(node: Node, sets: bool) -> Walker:
         if node.child is None:
             if sets:
                 return lambda value, visit, path: visit("set", value, path)
-            return lambda value, visit, path: value
+            return _unchanged
         seq = _compile(Node("seq", node.child), sets)
 
         def walk_set(value: Any, visit: Visitor, path: Tuple) -> object:
