@@ -173,8 +173,8 @@ def row_line(row: Dict[str, Any]) -> str:
     runs = ", ".join(f"{x:.1f}" for x in row["requests_per_s_all"])
     return (
         f"median of {row['runs']}: {row['codec']:>12} {row['requests_per_s']:.1f} req/s ({runs}), "
-        f"{row['tokens_per_s']:.1f} tok/s, mean ITL {itl}; x{row['ratio_requests_per_s']:.3f} req/s, "
-        f"x{row['ratio_tokens_per_s']:.3f} tok/s of the first codec; CPU in IPC {row['ipc_cpu_s']:.3f} s "
+        f"{row['tokens_per_s']:.1f} tok/s, mean ITL {itl}; {_times(row['ratio_requests_per_s'])} req/s, "
+        f"{_times(row['ratio_tokens_per_s'])} tok/s of the first codec; CPU in IPC {row['ipc_cpu_s']:.3f} s "
         f"({_times(row['ratio_ipc_cpu_s'])} the first codec's) of {row['cpu_s']:.3f} s"
     )
 
