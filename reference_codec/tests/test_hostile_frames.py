@@ -164,11 +164,31 @@ def test_message_and_buffer_byte_limits_are_enforced():
     body = V1.encode(batch_token_id_output(2))[0]
     error = decode_error([body], ReferenceCodec(limits=DecodeLimits(max_message_bytes=len(body) - 1)))
     assert "exceeds the limit" in error.reason
+    assert type(ReferenceCodec(limits=DecodeLimits(max_message_bytes=len(body))).decode([body])) is s.BatchTokenIDOutput
     error = decode_error(
         [body_with_feature(tensor_ext([[64], "float32", "cpu"], b"\x00" * 256))],
         ReferenceCodec(limits=DecodeLimits(max_buffer_bytes=255)),
     )
     assert "exceeds the limit of 255" in error.reason
+
+
+_BAD_BODIES = {  # each under the 64 KiB pause threshold: as bytes, each takes the short path
+    "truncated": msgspec.msgpack.encode(["FlushCacheReqInput", "a", None, 1.5])[:-3],
+    "unknown-tag": msgspec.msgpack.encode(["NoSuchMessage", None, None]),
+    "wrong-field-type": msgspec.msgpack.encode(["FlushCacheReqInput", "a", None, "not a float"]),
+    "bad-buffer-ext": body_with_feature(msgspec.msgpack.Ext(2, b"\x00\x00")),
+    "unknown-ext": body_with_feature(msgspec.msgpack.Ext(99, b"\x90")),
+    "too-deep": body_with_feature(msgspec.Raw(b"\x91" * 30_000 + b"\xc0")),
+}
+
+
+@pytest.mark.parametrize("body", list(_BAD_BODIES.values()), ids=list(_BAD_BODIES))
+def test_a_refusal_is_the_same_whichever_decode_path_reads_the_body(body):
+    # a small bytes body takes decode's short path; a bytearray, and any body with the collector paused, the general one
+    expected = decode_error([body])
+    for frames, codec in (([bytearray(body)], V1), ([body], ReferenceCodec(pause_gc_bytes=0))):
+        error = decode_error(frames, codec)
+        assert (type(error), error.path, error.reason) == (type(expected), expected.path, expected.reason)
 
 
 class _CreatesFile:
