@@ -93,10 +93,12 @@ def _host_values(raw: memoryview, dtype: np.dtype, shape: Tuple[int, ...], writa
     field by field and would leave its padding bytes unset.
     """
     if writable:
-        values = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        values = np.frombuffer(raw, dtype=dtype)
         if values.flags.aligned:
-            return values
-    return np.frombuffer(raw, dtype=np.uint8).copy().view(dtype).reshape(shape)
+            return values if len(shape) == 1 else values.reshape(shape)
+    values = np.frombuffer(raw, dtype=np.uint8).copy().view(dtype)
+    # a 1-d array already has its shape (the caller checked the length): reshape is a third of a small tensor's build
+    return values if len(shape) == 1 else values.reshape(shape)
 
 
 def _byte_view(values: np.ndarray) -> memoryview:
