@@ -8,7 +8,7 @@ Subcommands::
     gate      BASELINE.json CURRENT.json [--threshold 0.1] [--iqr-factor 2] [--max-threshold 1]
               [--codecs reference-v1,reference-v2 | --codecs all] [--normalize pickle] [--all]
     baseline  --ref REF [--out reports/bench-baseline.json] [--full] [-- pytest args]
-    interleaved [--codecs reference-v1,sglang] [--families F,...] [--ops 'round trip',encode,decode]
+    interleaved [--codecs reference-v1,sglang] [--families F,...] [--ops 'round trip',encode,decode] [--processes N]
               [--rounds 15] [--out FILE]
 
 ``run`` writes ``OUT/bench-current.json`` (pytest-benchmark) and
@@ -248,6 +248,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--families", help="comma-separated corpus families (default: all of this run's)")
     p.add_argument("--ops", default="round trip", help="comma-separated: 'round trip', encode, decode (default 'round trip')")
     p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation (default 15)")
+    p.add_argument("--processes", type=int, default=1, help="repeat in this many fresh processes, one after the other, and take medians (default 1: this one)")
     p.add_argument("--out", help="also write the table here (e.g. docs/interleaved-sglang.md)")
 
     p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
@@ -280,7 +281,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .interleaved import main_interleaved
 
         families = args.families.split(",") if args.families else None
-        return main_interleaved(args.codecs.split(","), families, [op.strip() for op in args.ops.split(",")], args.rounds, args.out)
+        return main_interleaved(args.codecs.split(","), families, [op.strip() for op in args.ops.split(",")], args.rounds, args.out, args.processes)
 
     with contextlib.ExitStack() as stack:
         return _run(args, stack)

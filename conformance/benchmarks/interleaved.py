@@ -14,23 +14,33 @@ prints, per family of :mod:`.corpus`, the median time of each codec and the
 speed-up of the first codec over each other one (above 1: the first is faster),
 then the target lines when one of the others is SGLang's codec. The garbage
 collector stays on, as in a serving process. It measures; it gates nothing.
+
+Rounds share a process, and a process has its own heap layout and allocator
+state: on this repository's VM the same code's ratio for one family moved
+between 0.87x and 1.19x from one process to the next while each process's
+rounds agreed. ``--processes N`` repeats the whole measurement in N fresh
+interpreters, one after the other (never side by side: the machine has two
+cores), and reports the median over processes of each family's ratio, with
+the lowest and highest. A verdict on a target wants several processes.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
+import multiprocessing
 import shlex
 import statistics
 import time
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import corpus
 from .codecs import get_codec, unavailable
 from .provenance import header
 from .table import fmt_time
 
-__all__ = ["OPS", "Row", "measure", "render", "targets", "main_interleaved"]
+__all__ = ["OPS", "Row", "measure", "measure_in_processes", "combine", "render", "targets", "main_interleaved"]
 
 #: What one call does, per operation name.
 OPS = ("round trip", "encode", "decode")
@@ -43,12 +53,17 @@ BATCH_SECONDS = 0.004
 
 @dataclass(frozen=True)
 class Row:
-    """One family and operation: each codec's median seconds per call, and the first codec's speed-up over each other."""
+    """One family and operation: each codec's median seconds per call, and the first codec's speed-up over each other.
+
+    ``spread`` holds, per other codec, the lowest and highest speed-up of the
+    processes combined into this row (empty for a row of one process).
+    """
 
     family: str
     op: str
     seconds: Dict[str, float]
     speedup: Dict[str, float]
+    spread: Dict[str, Tuple[float, float]] = field(default_factory=dict)
 
 
 def _call(codec_name: str, op: str, msg: object) -> Callable[[], object]:
@@ -105,6 +120,56 @@ def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] =
     return rows
 
 
+def measure_in_processes(
+    codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] = ("round trip",), rounds: int = 15, processes: int = 1
+) -> List[Row]:
+    """:func:`measure` in ``processes`` fresh interpreters, one after the other, combined by :func:`combine`.
+
+    One process measures in this one, as :func:`measure` does.
+    """
+    if processes < 1:
+        raise ValueError(f"processes must be at least 1, got {processes}")
+    if processes == 1:
+        return measure(codecs, families, ops, rounds)
+    runs = []
+    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no heap, allocator or import state carried over
+    for _ in range(processes):
+        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+            runs.append(pool.submit(measure, list(codecs), list(families), list(ops), rounds).result())
+    return combine(runs)
+
+
+def combine(runs: Sequence[Sequence[Row]]) -> List[Row]:
+    """One row per family and operation from several processes' rows of the same measurement.
+
+    Times and speed-ups are the medians over the processes; ``spread`` keeps
+    the lowest and highest speed-up. The rows of every run must name the same
+    families and operations in the same order.
+    """
+    if not runs:
+        raise ValueError("nothing to combine")
+    combined = []
+    for group in zip(*runs, strict=True):
+        first = group[0]
+        if any((row.family, row.op) != (first.family, first.op) for row in group):
+            raise ValueError(f"runs disagree on their rows: {[(row.family, row.op) for row in group]}")
+        combined.append(
+            Row(
+                first.family,
+                first.op,
+                {name: statistics.median(row.seconds[name] for row in group) for name in first.seconds},
+                {name: statistics.median(row.speedup[name] for row in group) for name in first.speedup},
+                {
+                    name: (min(row.speedup[name] for row in group), max(row.speedup[name] for row in group))
+                    for name in first.speedup
+                }
+                if len(group) > 1
+                else {},
+            )
+        )
+    return combined
+
+
 def targets(rows: Sequence[Row], first: str, other: str = "sglang") -> List[str]:
     """The issue's two targets for ``first`` against ``other`` on the round trip: met or MISSED, with the figures."""
     ups = {row.family: row.speedup[other] for row in rows if row.op == "round trip" and other in row.speedup}
@@ -125,27 +190,48 @@ def targets(rows: Sequence[Row], first: str, other: str = "sglang") -> List[str]
     return [median_line, each_line]
 
 
-def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int) -> str:
+def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int, processes: int = 1) -> str:
     first, others = codecs[0], list(codecs[1:])
+    if processes == 1:
+        what = f"interleaved ({rounds} rounds in one process; each round times every codec once, in turn)"
+        how = f"Times are medians over the rounds; (x) is {first}'s speed-up over that codec, the median of the per-round ratios (above 1: {first} is faster)."
+    else:
+        what = f"interleaved ({rounds} rounds in each of {processes} fresh processes; each round times every codec once, in turn)"
+        how = (
+            f"Times are medians over the processes of each process's median; (x) is {first}'s speed-up over that codec, the median over "
+            f"the processes of each process's median per-round ratio, then the lowest and highest process (above 1: {first} is faster)."
+        )
     lines = [
-        header(f"interleaved ({rounds} rounds; each round times every codec once, in turn)", command).rstrip("\n"),
+        header(what, command).rstrip("\n"),
         "",
-        f"Times are medians over the rounds; (x) is {first}'s speed-up over that codec, the median of the per-round ratios (above 1: {first} is faster).",
+        how,
         "",
         "| family | operation | " + " | ".join(codecs) + " |",
         "|---|---|" + "---|" * len(codecs),
     ]
     for row in rows:
-        cells = [fmt_time(row.seconds[first])] + [f"{fmt_time(row.seconds[o])} ({row.speedup[o]:.2f}x)" for o in others]
+        cells = [fmt_time(row.seconds[first])] + [f"{fmt_time(row.seconds[o])} ({_speedup(row, o)})" for o in others]
         lines.append(f"| {row.family} | {row.op} | " + " | ".join(cells) + " |")
     lines.append("")
     for other in others:
         for line in targets(rows, first, other) if other == "sglang" else []:
             lines.append(f"- {line}")
+        if other == "sglang" and processes == 1:
+            lines.append("- One process: a family's ratio moves between processes (see the module docstring); `--processes 5` for a verdict.")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def main_interleaved(codecs: List[str], families: Optional[List[str]], ops: List[str], rounds: int, out: Optional[str]) -> int:
+def _speedup(row: Row, other: str) -> str:
+    text = f"{row.speedup[other]:.2f}x"
+    if other in row.spread:
+        low, high = row.spread[other]
+        text += f", {low:.2f}-{high:.2f}"
+    return text
+
+
+def main_interleaved(
+    codecs: List[str], families: Optional[List[str]], ops: List[str], rounds: int, out: Optional[str], processes: int = 1
+) -> int:
     """The ``interleaved`` subcommand: measure, print the table, write it to ``out``."""
     unknown = [f for f in families or [] if f not in corpus.FAMILIES]
     if unknown:
@@ -161,13 +247,15 @@ def main_interleaved(codecs: List[str], families: Optional[List[str]], ops: List
         command += " --ops " + shlex.quote(",".join(ops))
     if rounds != 15:
         command += f" --rounds {rounds}"
+    if processes != 1:
+        command += f" --processes {processes}"
     if out:
         command += f" --out {out}"
     try:
-        rows = measure(codecs, chosen, ops, rounds)
+        rows = measure_in_processes(codecs, chosen, ops, rounds, processes)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
-    text = render(rows, codecs, command, rounds)
+    text = render(rows, codecs, command, rounds, processes)
     print(text, end="")
     if out:
         with open(out, "w", encoding="utf-8") as fh:

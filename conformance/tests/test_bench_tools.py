@@ -480,6 +480,47 @@ def test_interleaved_measures_real_calls_and_renders_a_table():
     assert "| control-AbortReq | decode | " in text
 
 
+def test_interleaved_processes_combine_into_medians_and_keep_the_lowest_and_highest():
+    from conformance.benchmarks.interleaved import Row, combine, render
+
+    def run(ref_seconds: float, speedup: float) -> List[Row]:
+        return [Row("f", "round trip", {"reference-v1": ref_seconds, "sglang": ref_seconds * speedup}, {"sglang": speedup})]
+
+    # three processes: the odd one out (0.87x) neither sets the figure nor disappears from the table
+    (row,) = combine([run(3.0, 0.87), run(1.0, 1.10), run(2.0, 1.19)])
+    assert row.speedup == {"sglang": 1.10}
+    assert row.seconds == {"reference-v1": 2.0, "sglang": pytest.approx(2.38)}  # each codec its own median: 2.61, 1.1, 2.38
+    assert row.spread == {"sglang": (0.87, 1.19)}
+    text = render([row], ["reference-v1", "sglang"], "cmd", 15, processes=3)
+    assert "15 rounds in each of 3 fresh processes" in text and "(1.10x, 0.87-1.19)" in text
+    assert "One process" not in text
+    (single,) = combine([run(1.0, 1.10)])
+    assert single.spread == {}
+    assert "One process: " in render([single], ["reference-v1", "sglang"], "cmd", 15)
+
+
+def test_interleaved_refuses_to_combine_runs_of_different_rows():
+    from conformance.benchmarks.interleaved import Row, combine
+
+    a = [Row("f", "round trip", {"x": 1.0}, {})]
+    b = [Row("g", "round trip", {"x": 1.0}, {})]
+    with pytest.raises(ValueError, match="disagree"):
+        combine([a, b])
+    with pytest.raises(ValueError):
+        combine([a, a + b])
+
+
+def test_interleaved_in_fresh_processes_measures_real_calls():
+    from conformance.benchmarks import interleaved
+
+    rows = interleaved.measure_in_processes(["reference-v1", "pickle"], ["control-AbortReq"], rounds=2, processes=2)
+    (row,) = rows
+    low, high = row.spread["pickle"]
+    assert 0 < low <= row.speedup["pickle"] <= high and row.seconds["reference-v1"] > 0
+    with pytest.raises(ValueError, match="at least 1"):
+        interleaved.measure_in_processes(["reference-v1", "pickle"], ["control-AbortReq"], processes=0)
+
+
 def test_interleaved_needs_two_available_codecs():
     from conformance.benchmarks import interleaved
 
