@@ -41,6 +41,9 @@ _OUT_OF_BAND_CODES = frozenset({wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY,
 _ARRAY_HEADS: Mapping[str, bytes] = {
     tc: wire.U32.pack(len(msgspec.msgpack.encode(tc))) + msgspec.msgpack.encode(tc) for tc in ARRAY_TYPECODES
 }
+# and the other way round, for decode: every head has the same length (a one-character typecode)
+_ARRAY_TYPECODE_BY_HEAD: Mapping[bytes, str] = {head: tc for tc, head in _ARRAY_HEADS.items()}
+(_ARRAY_HEAD_SIZE,) = {len(head) for head in _ARRAY_HEADS.values()}
 #: Default of ``ReferenceCodec(pause_gc_bytes=...)``: bodies this large decode with the collector paused.
 PAUSE_GC_BYTES = 64 * 1024
 _NEVER = 1 << 62
@@ -487,6 +490,12 @@ class ReferenceCodec:
 
     def _ext_hook(self, code: int, data: memoryview) -> Any:
         try:
+            if code == wire.EXT_ARRAY:
+                # token ids travel as arrays (decode_ids), one per request of every batch: a known head
+                # is the validated layout already, and skips the three calls of the general path below
+                typecode = _ARRAY_TYPECODE_BY_HEAD.get(bytes(data[:_ARRAY_HEAD_SIZE]))
+                if typecode is not None:
+                    return buffers.array_from_layout(typecode, data[_ARRAY_HEAD_SIZE:], self.limits)
             if code in _IN_BAND_CODES:
                 layout, raw = self._buffer_layout(code, data, out_of_band=False)
                 # a writable body (bytearray, a ZeroMQ frame received with copy=False) is used in place

@@ -7,6 +7,7 @@ import math
 import struct
 from array import array
 
+import msgspec
 import numpy as np
 import pytest
 import torch
@@ -153,6 +154,17 @@ def test_array_keeps_its_typecode(codec, typecode):
     msg.input_ids = values
     got = roundtrip(codec, msg).input_ids
     assert type(got) is array and got.typecode == typecode and got.tobytes() == values.tobytes()
+
+
+@pytest.mark.parametrize("typecode", list("bhqd"))
+def test_array_metadata_in_a_longer_msgpack_form_decodes_like_the_usual_form(typecode):
+    # the encoder writes the typecode as a fixstr, which decode recognises without parsing;
+    # the same typecode as a str8 is just as valid and takes the general path
+    values = array(typecode, [1, 2, 3])
+    usual = msgspec.msgpack.encode(msgspec.msgpack.Ext(1, struct.pack(">I", 2) + b"\xa1" + typecode.encode() + values.tobytes()))
+    longer = msgspec.msgpack.encode(msgspec.msgpack.Ext(1, struct.pack(">I", 3) + b"\xd9\x01" + typecode.encode() + values.tobytes()))
+    decoded = [feature_of(V1.decode([body_with_feature(msgspec.Raw(ext))])) for ext in (usual, longer)]
+    assert all(type(got) is array and got.typecode == typecode and got.tobytes() == values.tobytes() for got in decoded)
 
 
 @CODECS
