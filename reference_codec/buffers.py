@@ -40,6 +40,10 @@ __all__ = [
 ]
 
 _EMPTY = memoryview(b"")
+# A tensor copied out of read-only bytes below this size is built on a bytearray
+# (torch.frombuffer): 1.2-1.5 us cheaper per tensor than numpy's copy at 1 and
+# 64 KiB, equal at 256 KiB. From here up, numpy's allocation (see _host_values).
+_SMALL_TENSOR_COPY_BYTES = 256 * 1024
 
 
 def _carrier(dtype: torch.dtype) -> Tuple[np.dtype, Optional[torch.dtype]]:
@@ -209,6 +213,11 @@ def tensor_from_layout(layout: TensorLayout, raw: memoryview, writable: bool) ->
     _check_length(layout.shape, layout.nbytes, layout.dtype.itemsize, raw)
     if layout.nbytes == 0:
         tensor = torch.empty(layout.shape, dtype=layout.dtype)
+    elif not writable and layout.nbytes < _SMALL_TENSOR_COPY_BYTES:
+        # the copy is a bytearray the tensor alone holds (malloc memory: 16-byte aligned)
+        tensor = torch.frombuffer(bytearray(raw), dtype=layout.dtype)
+        if len(layout.shape) != 1:
+            tensor = tensor.view(layout.shape)
     else:
         tensor = torch.from_numpy(_host_values(raw, layout.carrier, layout.shape, writable))
         if layout.view_as is not None:

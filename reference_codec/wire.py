@@ -163,10 +163,11 @@ encode, wire v2         0 out of band (the frame views the value's memory);
                         in-band buffers as wire v1
 decode, v1 or v2        0 when the frame is writable and the bytes sit at an
                         address aligned to the item size: the tensor or ndarray
-                        views the frame; 1 otherwise, into a numpy allocation
-                        (read-only ``bytes`` must not be aliased by a mutable
-                        tensor, and PyTorch kernels fault on misaligned storage:
-                        pytorch/pytorch#190043, #191238)
+                        views the frame; 1 otherwise (read-only ``bytes`` must
+                        not be aliased by a mutable tensor, and PyTorch kernels
+                        fault on misaligned storage: pytorch/pytorch#190043,
+                        #191238), into a numpy allocation, or a ``bytearray``
+                        for a tensor under 256 KiB from read-only bytes
 decode ``array.array``  always 1 (an array owns its memory)
 ======================  ======================================================
 
