@@ -166,8 +166,8 @@ decode, v1 or v2        0 when the frame is writable and the bytes sit at an
                         views the frame; 1 otherwise (read-only ``bytes`` must
                         not be aliased by a mutable tensor, and PyTorch kernels
                         fault on misaligned storage: pytorch/pytorch#190043,
-                        #191238), into a numpy allocation, or a ``bytearray``
-                        for a tensor under 256 KiB from read-only bytes
+                        #191238), into a ``bytearray`` under 256 KiB and a
+                        numpy allocation from there up
 decode ``array.array``  always 1 (an array owns its memory)
 ======================  ======================================================
 

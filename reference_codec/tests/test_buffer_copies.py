@@ -160,10 +160,14 @@ def test_wire_v1_decode_of_a_misaligned_writable_frame_copies_once_into_aligned_
     assert PAYLOAD <= extra < 1.1 * PAYLOAD
 
 
-@pytest.mark.parametrize("nbytes", [PAYLOAD, 64 << 10], ids=["4MiB-numpy-copy", "64KiB-bytearray-copy"])
+@pytest.mark.parametrize(
+    "nbytes, shape",
+    [(PAYLOAD, (-1,)), (64 << 10, (-1,)), (64 << 10, (64, -1))],
+    ids=["4MiB-numpy-copy", "64KiB-1d-bytearray-copy", "64KiB-2d-bytearray-copy"],
+)
 @pytest.mark.parametrize("codec", [V1, V2], ids=["wire-v1", "wire-v2"])
-def test_decode_of_read_only_bytes_copies_once_so_the_tensor_never_aliases_them(codec, nbytes):
-    tensor = torch.arange(nbytes // 4, dtype=torch.float32)
+def test_decode_of_read_only_bytes_copies_once_so_the_tensor_never_aliases_them(codec, nbytes, shape):
+    tensor = torch.arange(nbytes // 4, dtype=torch.float32).reshape(shape)
     frames = [bytes(f) for f in codec.encode(tensor_message(tensor))]
     got = codec.decode(frames).pooled_hidden_states[0]
     assert not np.shares_memory(got.numpy(), np.frombuffer(frames[-1], dtype=np.uint8))
