@@ -17,8 +17,8 @@ collector stays on, as in a serving process. It measures; it gates nothing.
 
 Rounds share a process, and a process has its own heap layout and allocator
 state: on this repository's VM the same code's ratio for one family moved
-between 0.87x and 1.19x from one process to the next while each process's
-rounds agreed. ``--processes N`` repeats the whole measurement in N fresh
+between 0.95x and 1.19x from one process to another, each the median of 15
+to 25 rounds. ``--processes N`` repeats the whole measurement in N fresh
 interpreters, one after the other (never side by side: the machine has two
 cores), and reports the median over processes of each family's ratio, with
 the lowest and highest. A verdict on a target wants several processes.
