@@ -90,7 +90,7 @@ def _host_values(raw: memoryview, dtype: np.dtype, shape: Tuple[int, ...], writa
     huge pages where the kernel allows (numpy advises them), which costs a
     fraction of the page faults of a ``bytearray`` of the same size. Below
     256 KiB the copy is a ``bytearray`` (malloc memory, 16-byte aligned), which
-    is cheaper to make: 0.73-0.81x the time for a 1 KiB and a 97 KiB tensor.
+    is cheaper to make: 0.73-0.81x the time for 16x16 and 129x24x8 int32 tensors.
     An unaligned view would be legal for numpy and torch on x86, but kernels
     elsewhere may assume alignment, so a misaligned in-band buffer is copied.
     Either copy is of the bytes, not the items: numpy copies a structured dtype
@@ -104,7 +104,7 @@ def _host_values(raw: memoryview, dtype: np.dtype, shape: Tuple[int, ...], writa
         values = np.frombuffer(bytearray(raw), dtype=dtype)
     else:
         values = np.frombuffer(raw, dtype=np.uint8).copy().view(dtype)
-    # a 1-d array already has its shape (the caller checked the length): reshape is a third of a small tensor's build
+    # a 1-d array already has its shape (the caller checked the length): reshape was 0.5 of a 1 KiB tensor's 2.8 us
     return values if len(shape) == 1 else values.reshape(shape)
 
 
