@@ -136,36 +136,44 @@ def _run_repeats(
 
 
 def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict[str, Any]]:
-    """Per codec: the median of its runs' req/s, tok/s and mean ITL, and the req/s and tok/s ratios to ``baseline``."""
+    """Per codec: the median of its runs' req/s, tok/s and mean ITL, and its ratios to ``baseline``.
+
+    A ratio is the median over repeats of the codec's run divided by the
+    baseline's run of the same repeat: repeats alternate, so a pair saw the same
+    machine, and a machine that slows down halfway moves both runs of a pair
+    (a ratio of the two medians can then pair a fast run with a slow one). It
+    is None unless both codecs completed every repeat.
+    """
     base = runs.get(baseline) or []
-    base_rps = statistics.median(r.requests_per_s for r in base) if base else None
-    base_tps = statistics.median(r.tokens_per_s for r in base) if base else None
-    base_ipc = statistics.median(r.ipc_cpu_s for r in base) if base else None
     rows = []
     for codec, results in runs.items():
         if not results:
             continue
         itls = [r.mean_itl_s for r in results if r.mean_itl_s is not None]
-        rps = statistics.median(r.requests_per_s for r in results)
-        tps = statistics.median(r.tokens_per_s for r in results)
-        ipc = statistics.median(r.ipc_cpu_s for r in results)
         rows.append(
             {
                 "codec": results[0].codec,
                 "codec_spec": codec,
                 "runs": len(results),
-                "requests_per_s": round(rps, 3),
-                "tokens_per_s": round(tps, 3),
+                "requests_per_s": round(statistics.median(r.requests_per_s for r in results), 3),
+                "tokens_per_s": round(statistics.median(r.tokens_per_s for r in results), 3),
                 "mean_itl_ms": round(statistics.median(itls) * 1e3, 4) if itls else None,
                 "requests_per_s_all": [round(r.requests_per_s, 3) for r in results],
-                "ratio_requests_per_s": round(rps / base_rps, 4) if base_rps else None,
-                "ratio_tokens_per_s": round(tps / base_tps, 4) if base_tps else None,
-                "ipc_cpu_s": round(ipc, 4),
+                "ratio_requests_per_s": _paired_ratio(results, base, "requests_per_s"),
+                "ratio_tokens_per_s": _paired_ratio(results, base, "tokens_per_s"),
+                "ipc_cpu_s": round(statistics.median(r.ipc_cpu_s for r in results), 4),
                 "cpu_s": round(statistics.median(r.cpu_s for r in results), 4),
-                "ratio_ipc_cpu_s": round(ipc / base_ipc, 4) if base_ipc else None,
+                "ratio_ipc_cpu_s": _paired_ratio(results, base, "ipc_cpu_s"),
             }
         )
     return rows
+
+
+def _paired_ratio(results: List[PipelineResult], base: List[PipelineResult], figure: str) -> Optional[float]:
+    if not base or len(results) != len(base):
+        return None
+    ratios = [getattr(r, figure) / getattr(b, figure) for r, b in zip(results, base) if getattr(b, figure)]
+    return round(statistics.median(ratios), 4) if ratios else None
 
 
 def row_line(row: Dict[str, Any]) -> str:
@@ -174,8 +182,8 @@ def row_line(row: Dict[str, Any]) -> str:
     return (
         f"median of {row['runs']}: {row['codec']:>12} {row['requests_per_s']:.1f} req/s ({runs}), "
         f"{row['tokens_per_s']:.1f} tok/s, mean ITL {itl}; {_times(row['ratio_requests_per_s'])} req/s, "
-        f"{_times(row['ratio_tokens_per_s'])} tok/s of the first codec; CPU in IPC {row['ipc_cpu_s']:.3f} s "
-        f"({_times(row['ratio_ipc_cpu_s'])} the first codec's) of {row['cpu_s']:.3f} s"
+        f"{_times(row['ratio_tokens_per_s'])} tok/s of the first codec (median of per-repeat ratios); "
+        f"CPU in IPC {row['ipc_cpu_s']:.3f} s ({_times(row['ratio_ipc_cpu_s'])} the first codec's) of {row['cpu_s']:.3f} s"
     )
 
 

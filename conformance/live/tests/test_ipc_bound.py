@@ -126,6 +126,27 @@ def test_the_command_line_alternates_repeats_and_reports_medians_and_ratios(monk
 
 
 
+def test_ratios_pair_the_runs_of_each_repeat_so_a_machine_that_slows_down_moves_both():
+    from types import SimpleNamespace
+
+    def runs(codec, rps):
+        return [SimpleNamespace(codec=codec, requests_per_s=x, tokens_per_s=70 * x, ipc_cpu_s=100 / x, cpu_s=1.0, mean_itl_s=None) for x in rps]
+
+    # measured on this VM: the machine slowed down in the last two repeats, for both codecs; each pair
+    # says the reference is faster, the ratio of the two medians (194.5 / 212.8 = 0.914) says slower
+    pickle = runs("pickle", [212.8, 214.7, 215.5, 130.1, 87.2])
+    reference = runs("reference", [240.9, 194.5, 248.6, 141.8, 120.9])
+    by_codec = {row["codec"]: row for row in cli.summarize({"pickle": pickle, "reference": reference}, "pickle")}
+    ref = by_codec["reference"]
+    assert ref["requests_per_s"] == 194.5  # its own median is still reported as measured
+    assert ref["ratio_requests_per_s"] == pytest.approx(240.9 / 212.8, abs=1e-4)  # the median of the five pairs' ratios
+    assert ref["ratio_tokens_per_s"] == ref["ratio_requests_per_s"]
+    assert by_codec["pickle"]["ratio_requests_per_s"] == 1.0
+    # a codec that missed a repeat cannot be paired: no ratio rather than a wrong one
+    short = cli.summarize({"pickle": pickle, "reference": reference[:4]}, "pickle")
+    assert short[1]["ratio_requests_per_s"] is None and short[1]["ratio_ipc_cpu_s"] is None
+
+
 class _SlowCodec:
     """Burns ``cost`` seconds of CPU in each encode and decode; frames are the message itself."""
 
