@@ -54,7 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--codec", help=f"built-in name of the engine (sglang: {', '.join(sorted(BUILTIN_CODECS))}; vllm: vllm, pickle) or MODULE:ATTR")
     target.add_argument("--testee", help="command of a program speaking conformance/PROTOCOL.md")
     parser.add_argument("--failure-list", help="strict known-failure list (see conformance/failure_list.py)")
-    parser.add_argument("--update-failure-list", action="store_true", help="rewrite the failure list from this run")
+    parser.add_argument("--update-failure-list", action="store_true", help="create or rewrite the failure list from this run (says what it wrote)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="seed every property from its test id and this number (default 0 under the ci profile; see conformance/seeding.py)",
+    )
     parser.add_argument("--report", help="write a JSON report to this path")
     parser.add_argument(
         "--profile",
@@ -96,9 +101,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"conformance: {exc}", file=sys.stderr)
         print("CONFORMANCE SUITE FAILED: 0 successes, 0 skipped, 0 expected failures, 1 unexpected failures")
         return 2
+    if args.failure_list and not args.update_failure_list:
+        problem = _failure_list_problem(args.failure_list)
+        if problem:
+            print(f"conformance: {problem}", file=sys.stderr)
+            print("CONFORMANCE SUITE FAILED: 0 successes, 0 skipped, 0 expected failures, 1 unexpected failures")
+            return 2
     import pytest
 
-    options = ["-p", "conformance.variant_coverage", "-p", "conformance.shrinking", "-p", "conformance.report", "-p", "conformance.failure_list"]
+    options = ["-p", "conformance.seeding", "-p", "conformance.variant_coverage", "-p", "conformance.shrinking", "-p", "conformance.report"]
+    options += ["-p", "conformance.failure_list"]
+    if args.seed is not None:
+        if args.seed < 0:
+            print(f"conformance: --seed must be a non-negative integer, got {args.seed}", file=sys.stderr)
+            return 2
+        options += ["--seed", str(args.seed)]
     # -rN: the conformance summary groups the failures; a list of every failing id (-r f) is a flag away.
     options += ["--rootdir", SUITE_DIR, "-c", os.devnull, "-rN"]
     if args.failure_list:
@@ -110,6 +127,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     has_path = any(not a.startswith("-") and (os.path.exists(a.split("::")[0])) for a in pytest_args)
     _interrupt_on_sigterm()
     return int(pytest.main(options + pytest_args + ([] if has_path else [SUITE_DIR])))
+
+
+def _failure_list_problem(path: str) -> Optional[str]:
+    """Why the failure list at ``path`` cannot be used, or None."""
+    from .failure_list import parse_failure_list
+
+    if not os.path.exists(path):
+        return f"failure list {path} does not exist: create it with --update-failure-list"
+    try:
+        parse_failure_list(path)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def console() -> None:

@@ -1,47 +1,140 @@
-"""Strict known-failure lists (``--failure-list FILE``), in the manner of protobuf's conformance runner.
+"""Known-failure lists (``--failure-list FILE``): known findings, strict where it means something.
 
-File format, one entry per line::
+A line names a finding (:mod:`conformance.findings`), not a test or the
+wording of one example::
 
-    # comments and blank lines are ignored
-    test_roundtrip.py::test_round_trip_preserves_the_message[AbortReq]  | $.rid: type differs  # post_init turns None into ""
+    # PROPERTY                  CASE                     KIND     WHERE                      [: DETAIL]  # reason [link]
+    test_golden_vector          i_cuda_device_tensor.*   raises   AssertionError|RuntimeError           # torch's wording differs by build
+    *                           *                        differs  *                          : type differs: Ext instead of *  # ext 64-68 unknown
+    test_decodes_to_what_*      BatchStrOutput           differs  $.output_token_sampling_mask[*].lengths : ndarray dtype differs  # ...
 
-* the test id is the pytest node id without directories;
-* after ``|``, an optional prefix of the expected failure message: the test
-  must fail *with that message* to count as an expected failure;
-* after ``#``, the reason (strongly encouraged: it is what reviewers read).
+* PROPERTY matches the property's function name, CASE the test's parameter
+  (the message type; the vector file, attack or fault for the tests that
+  take one; ``-`` for none), KIND one of :data:`~conformance.findings.KINDS`
+  (alternatives with ``|``, or ``*``), WHERE the path shape or exception class, DETAIL (optional,
+  after a lone ``:``) the finding's detail line, numbers folded to ``N``.
+  In every pattern ``*`` matches any run of characters and ``|`` separates
+  alternatives; everything else is literal (``$.x[*]`` as it prints).
+* After ``#``, the reason (what reviewers read) and optionally a link.
 
-Strictness, so the list never goes stale:
+What a line does:
 
-* a failure of an unlisted test fails the run;
-* a listed test that fails with a different message fails the run;
-* a listed test that passes fails the run ("fixed? remove the line");
-* on a full run, a listed test that does not exist any more fails the run.
+* **A known finding never ends a test.** An example that fails with a listed
+  finding is counted against that line and the test goes on drawing (for
+  Hypothesis the example passed), so another failure in the same property
+  and message type still fails the run, shrunk and reported as ever. A test
+  that met only listed findings is an expected failure.
+* **Strict.** A line that no test matched in a complete run fails the run:
+  the summary says whether the bug looks fixed (its tests ran and never met
+  it) or the line is stale (no test it names ran), with the command that
+  rewrites the list. Partial runs (``-k``, ``-m``, test ids, ``-x``) do not
+  judge lines. A line that begins with the word ``sometimes`` names a
+  finding that only some draws show (it depends on the example, so another
+  ``--seed`` may not meet it): it is never judged stale, and the summary says
+  when a run did not meet it. Use it for such findings only; every other
+  line is strict.
+* ``--update-failure-list`` creates the file if need be and rewrites it: lines
+  that matched are kept as written, lines that matched nothing are removed,
+  and each new finding gets a line (grouped: one per kind and class, or per
+  kind and reason for values that differ) whose reason says ``TODO``. It says
+  what it wrote. A finding that changed (another exception class, another
+  reason) no longer matches its old line, so the old reason is never kept
+  for it.
 
-Each of those failures says which line to change; ``--update-failure-list``
-rewrites the file from the current results (keeping reasons of kept lines).
+The older form, a test id with an optional message prefix
+(``test_x.py::test_y[param] | prefix  # reason``), still reads: such a line
+lists one test as a whole, and a listed test that passes fails the run.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
-from typing import Dict, List, Optional
+import shlex
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pytest
 
-__all__ = ["FailureEntry", "parse_failure_list", "short_id", "FAILURE_LIST_ENV"]
+from .findings import KINDS, Finding, Pattern, finding_of
+
+__all__ = [
+    "FailureEntry",
+    "FindingLine",
+    "FailureList",
+    "parse_failure_list",
+    "short_id",
+    "FAILURE_LIST_ENV",
+    "test_case",
+    "render_lines",
+]
 
 FAILURE_LIST_ENV = "IPC_CONFORMANCE_FAILURE_LIST"
-_LINE = re.compile(r"^(?P<id>\S+)(?:\s+\|\s*(?P<prefix>[^#]*?))?\s*(?:#\s*(?P<reason>.*))?$")
+_LEGACY = re.compile(r"^(?P<id>\S+::\S+)(?:\s+\|\s*(?P<prefix>[^#]*?))?\s*(?:#\s*(?P<reason>.*))?$")
+_FINDING = re.compile(r"^(?P<property>\S+)\s+(?P<case>\S+)\s+(?P<kind>\S+)\s+(?P<where>\S+)(?:\s+:\s+(?P<detail>[^#]*?))?\s*(?:#\s*(?P<reason>.*))?$")
+_LINK = re.compile(r"\s*\(?(?P<link>https?://\S+?)\)?\s*$")
+_TODO = "TODO: say why this is expected"
+#: Alternatives written into one pattern by ``--update-failure-list`` before it writes ``*``.
+_MAX_ALTERNATIVES = {"property": 3, "case": 4, "where": 3}
 
 
 @dataclass(frozen=True)
 class FailureEntry:
+    """A line of the older form: one test, as a whole."""
+
     test_id: str
     message_prefix: Optional[str]
     reason: Optional[str]
     line: int
+
+
+@dataclass(frozen=True)
+class FindingLine:
+    """A line naming a known finding: which properties and cases, which kind, where, and optionally its detail."""
+
+    property: Pattern
+    case: Pattern
+    kind: Pattern
+    where: Pattern
+    detail: Optional[Pattern]
+    reason: Optional[str]
+    link: Optional[str]
+    line: int
+    text: str
+    sometimes: bool = False
+
+    def matches(self, prop: str, case: str, finding: Finding) -> bool:
+        return (
+            self.kind.matches(finding.kind)
+            and self.property.matches(prop)
+            and self.case.matches(case)
+            and self.where.matches(finding.where)
+            and (self.detail is None or self.detail.matches(finding.detail))
+        )
+
+    def names(self, prop: str, case: str) -> bool:
+        """Whether this line is about the test ``prop[case]`` at all (any finding)."""
+        return self.property.matches(prop) and self.case.matches(case)
+
+    def describe(self) -> str:
+        return self.text + (f"  # {self.reason}" if self.reason else "")
+
+
+@dataclass
+class FailureList:
+    """A parsed list: its finding lines and its older-form entries by test id."""
+
+    path: str
+    findings: List[FindingLine] = field(default_factory=list)
+    by_test: Dict[str, FailureEntry] = field(default_factory=dict)
+
+    def match(self, prop: str, case: str, finding: Finding) -> Optional[FindingLine]:
+        """The first line that names this finding of ``prop[case]``, or None."""
+        for line in self.findings:
+            if line.matches(prop, case, finding):
+                return line
+        return None
 
 
 def short_id(nodeid: str) -> str:
@@ -50,23 +143,78 @@ def short_id(nodeid: str) -> str:
     return os.path.basename(path) + sep + rest
 
 
-def parse_failure_list(path: str) -> Dict[str, FailureEntry]:
-    """Entries by test id; ``ValueError`` naming the line for anything malformed or duplicated."""
-    entries: Dict[str, FailureEntry] = {}
+def test_case(nodeid: str) -> Tuple[str, str]:
+    """``(property, case)`` of a node id: the function name and its parameter id (``-`` for none)."""
+    name = nodeid.partition("::")[2]
+    prop, _, rest = name.partition("[")
+    return prop, (rest[:-1] if rest.endswith("]") else rest) or "-"
+
+
+test_case.__test__ = False  # type: ignore[attr-defined]  # a helper whose name pytest would collect
+
+
+def parse_failure_list(path: str) -> FailureList:
+    """The list at ``path``; ``ValueError`` naming the file and line for anything malformed or duplicated."""
+    parsed = FailureList(path)
+    seen: Dict[str, int] = {}
     with open(path, encoding="utf-8") as fh:
         for number, raw in enumerate(fh, 1):
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
-            m = _LINE.match(line)
-            if not m or "::" not in m.group("id"):
-                raise ValueError(f"{path}:{number}: expected 'file.py::test[param] [| message prefix] [# reason]'")
-            test_id = short_id(m.group("id"))
-            if test_id in entries:
-                raise ValueError(f"{path}:{number}: {test_id} is listed twice (first on line {entries[test_id].line})")
-            prefix = (m.group("prefix") or "").strip() or None
-            entries[test_id] = FailureEntry(test_id, prefix, (m.group("reason") or "").strip() or None, number)
-    return entries
+            first = line.split(None, 1)[0]
+            if "::" in first:
+                m = _LEGACY.match(line)
+                if not m:
+                    raise ValueError(f"{path}:{number}: expected 'file.py::test[param] [| message prefix] [# reason]'")
+                test_id = short_id(m.group("id"))
+                if test_id in parsed.by_test:
+                    raise ValueError(f"{path}:{number}: {test_id} is listed twice (first on line {parsed.by_test[test_id].line})")
+                prefix = (m.group("prefix") or "").strip() or None
+                parsed.by_test[test_id] = FailureEntry(test_id, prefix, (m.group("reason") or "").strip() or None, number)
+                continue
+            parsed.findings.append(_finding_line(path, number, line))
+            key = parsed.findings[-1].text
+            if key in seen:
+                raise ValueError(f"{path}:{number}: the same finding is listed twice (first on line {seen[key]})")
+            seen[key] = number
+    return parsed
+
+
+def _finding_line(path: str, number: int, line: str) -> FindingLine:
+    sometimes = line.split(None, 1)[0] == "sometimes"
+    if sometimes:
+        line = line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else ""
+    m = _FINDING.match(line)
+    if not m:
+        raise ValueError(f"{path}:{number}: expected 'PROPERTY CASE KIND WHERE [: DETAIL]  # reason' (see conformance/failure_list.py)")
+    kind = m.group("kind")
+    for alternative in kind.split("|"):
+        if alternative != "*" and alternative not in KINDS:
+            raise ValueError(f"{path}:{number}: unknown finding kind {alternative!r}: use one of {', '.join(KINDS)} or *")
+    reason = (m.group("reason") or "").strip() or None
+    link = None
+    if reason:
+        found = _LINK.search(reason)
+        if found:
+            link = found.group("link")
+    detail = (m.group("detail") or "").strip()
+    text = line.split("#", 1)[0].strip()
+    try:
+        return FindingLine(
+            Pattern(m.group("property")),
+            Pattern(m.group("case")),
+            Pattern(kind),
+            Pattern(m.group("where")),
+            Pattern(detail) if detail else None,
+            reason,
+            link,
+            number,
+            ("sometimes " if sometimes else "") + " ".join(text.split()),
+            sometimes,
+        )
+    except ValueError as exc:
+        raise ValueError(f"{path}:{number}: {exc}") from None
 
 
 def _failure_message(report) -> str:
@@ -76,25 +224,107 @@ def _failure_message(report) -> str:
     return re.sub(r"^(?:[\w.]+(?:Error|Exception)|AssertionError|Failed):\s*", "", text.strip())
 
 
+_HITS = pytest.StashKey[Dict[int, int]]()
+_USER_KEY = "conformance-findings"
+
+
+@dataclass
+class _NewFinding:
+    """A finding no line names, as the update groups it."""
+
+    finding: Finding
+    tests: List[str] = field(default_factory=list)
+
+
 class FailureListPlugin:
     def __init__(self, path: str, update: bool):
         self.path = path
         self.update = update
-        self.entries = parse_failure_list(path)
+        self.list = parse_failure_list(path) if os.path.exists(path) else FailureList(path)
+        self.entries = self.list.by_test
+        # Gathered where results arrive (the xdist controller, or the only process).
         self.seen: Dict[str, str] = {}
         self.current_failures: Dict[str, str] = {}
+        self.line_tests: Dict[int, Set[str]] = defaultdict(set)
+        self.line_examples: Counter = Counter()
+        self.ran: Set[Tuple[str, str]] = set()
+        self.new: Dict[str, _NewFinding] = {}
+        #: Findings of tests listed by older-form lines: what --update-failure-list converts them to.
+        self.converted: Dict[str, _NewFinding] = {}
+        self.legacy_listed: Set[str] = set()
+        self.partial = False
+        self.wrote: Optional[str] = None
 
-    @pytest.hookimpl(hookwrapper=True)
+    # --- where tests run: a known finding never ends a test -----------------------
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item):
+        handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+        if handle is None or not self.list.findings:
+            return (yield)
+        inner = handle.inner_test
+        hits = item.stash.setdefault(_HITS, {})
+        prop, case = test_case(item.nodeid)
+        codec = item.funcargs.get("codec") if hasattr(item, "funcargs") else None
+        decode_error = getattr(getattr(codec, "caps", None), "decode_error", None)
+        listed = self.list
+
+        def call(*args, **kwargs):
+            from hypothesis.errors import HypothesisException
+
+            try:
+                return inner(*args, **kwargs)
+            except HypothesisException:
+                raise
+            except Exception as exc:
+                line = listed.match(prop, case, finding_of(exc, decode_error))
+                if line is None:
+                    raise
+                hits[line.line] = hits.get(line.line, 0) + 1
+                return None  # counted against its line; Hypothesis draws on
+
+        handle.inner_test = call
+        try:
+            return (yield)
+        finally:
+            handle.inner_test = inner
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        report = outcome.get_result()
-        test_id = short_id(item.nodeid)
+        report = yield
         if report.when == "setup" and report.skipped:
-            return
+            return report
         if report.when != "call" and not report.failed:
-            return
-        entry = self.entries.get(test_id)
-        if entry is None:
+            return report
+        prop, case = test_case(item.nodeid)
+        hits = item.stash.get(_HITS, {})
+        finding: Optional[Finding] = None
+        if report.when == "call" and report.failed and call.excinfo is not None:
+            codec = item.funcargs.get("codec") if hasattr(item, "funcargs") else None
+            finding = finding_of(call.excinfo.value, getattr(getattr(codec, "caps", None), "decode_error", None))
+            line = self.list.match(prop, case, finding)
+            if line is not None:  # a test that is not a Hypothesis test fails once, with a listed finding
+                hits[line.line] = hits.get(line.line, 0) + 1
+                finding = None
+                report.outcome = "skipped"
+        if hits and report.when == "call" and not report.failed:
+            report.outcome = "skipped"
+            report.wasxfail = "known finding" + ("s" if len(hits) > 1 else "") + ": " + "; ".join(
+                f"{os.path.basename(self.path)}:{n} ({self._line(n).reason or 'no reason given'})" for n in sorted(hits)
+            )
+        report.user_properties.append(
+            (_USER_KEY, {"hits": dict(hits), "finding": None if finding is None else [finding.kind, finding.where, finding.detail]})
+        )
+        self._legacy(item, report)
+        return report
+
+    def _line(self, number: int) -> FindingLine:
+        return next(line for line in self.list.findings if line.line == number)
+
+    def _legacy(self, item, report) -> None:
+        """The older form: one listed test as a whole, with an optional message prefix."""
+        entry = self.entries.get(short_id(item.nodeid))
+        if entry is None or getattr(report, "wasxfail", ""):
             return
         if report.failed:
             message = _failure_message(report)
@@ -112,73 +342,246 @@ class FailureListPlugin:
         elif report.when == "call" and report.passed and not self.update:
             report.outcome = "failed"
             report.longrepr = (
-                f"{test_id} is listed as a known failure in {self.path}:{entry.line} but passed. "
+                f"{short_id(item.nodeid)} is listed as a known failure in {self.path}:{entry.line} but passed. "
                 f"Fixed? Remove that line (or rerun with --update-failure-list)."
             )
 
+    # --- where results arrive ------------------------------------------------------
+
     def pytest_runtest_logreport(self, report):
-        # Runs where results are gathered (the xdist controller, or the only
-        # process), unlike makereport, which runs where the test runs.
         test_id = short_id(report.nodeid)
         self.seen[test_id] = report.nodeid
+        prop, case = test_case(report.nodeid)
+        if report.when == "call":
+            self.ran.add((prop, case))
+        for key, value in report.user_properties:
+            if key != _USER_KEY:
+                continue
+            for number, examples in value["hits"].items():
+                self.line_tests[int(number)].add(report.nodeid)
+                self.line_examples[int(number)] += examples
+            if value["finding"] is not None:
+                finding = Finding(*value["finding"])
+                target = self.new if report.failed else self.converted
+                target.setdefault(_group_key(finding), _NewFinding(finding)).tests.append(report.nodeid)
+        if getattr(report, "wasxfail", "").startswith("listed in"):
+            self.legacy_listed.add(test_id)
         if report.failed:
             message = _failure_message(report)
             self.current_failures[test_id] = message.splitlines()[0] if message else ""
         elif getattr(report, "wasxfail", "").startswith("listed in") and test_id in self.entries:
-            entry = self.entries[test_id]
-            self.current_failures.setdefault(test_id, entry.message_prefix or "")
-
-    def stale_entries(self) -> List[FailureEntry]:
-        return [e for tid, e in self.entries.items() if tid not in self.seen]
+            self.current_failures.setdefault(test_id, self.entries[test_id].message_prefix or "")
 
     def pytest_sessionfinish(self, session, exitstatus):
         if getattr(session.config, "workerinput", None) is not None:
             return  # xdist worker: the controller decides
-        selection_is_partial = bool(session.config.getoption("keyword") or session.config.getoption("markexpr"))
-        stale = [] if selection_is_partial else self.stale_entries()
+        self.partial = _partial(session)
         if self.update:
             self._rewrite()
             return
-        if stale:
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-            lines = "\n".join(f"  {self.path}:{e.line}: {e.test_id}" for e in stale)
-            if reporter:
-                reporter.write_line(
-                    f"failure list has {len(stale)} entr{'y' if len(stale) == 1 else 'ies'} for tests that no longer exist:\n{lines}\n"
-                    "Remove them, or rerun with --update-failure-list.",
-                    red=True,
-                )
+        if self.partial:
+            return
+        if self.unmatched_lines() or self.stale_entries():
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _rewrite(self) -> None:
-        lines = [
-            "# Known failures, maintained by `python -m conformance ... --update-failure-list`.",
-            "# Format: test id | expected message prefix  # reason",
+    def unmatched_lines(self) -> List[FindingLine]:
+        """Lines no test met in this run (``sometimes`` lines aside: they are not judged)."""
+        return [line for line in self.list.findings if not self.line_tests.get(line.line) and not line.sometimes]
+
+    def stale_entries(self) -> List[FailureEntry]:
+        return [e for tid, e in self.entries.items() if tid not in self.seen]
+
+    def known_count(self) -> int:
+        """Findings known to the list that this run met: lines matched, and older-form entries that failed as listed."""
+        return sum(1 for line in self.list.findings if self.line_tests.get(line.line)) + len(self.legacy_listed)
+
+    # --- the summary and the report ---------------------------------------------------
+
+    def summary(self) -> Dict[str, Any]:
+        """What the list did in this run, for the terminal summary and the JSON report."""
+        known, fixed, stale, unmet = [], [], [], []
+        for line in self.list.findings:
+            tests = self.line_tests.get(line.line, set())
+            entry = {"line": line.line, "finding": line.text, "reason": line.reason, "link": line.link}
+            if not tests and line.sometimes:
+                unmet.append(entry)
+            elif tests:
+                known.append(
+                    {**entry, "tests": len(tests), "examples": self.line_examples[line.line], "e.g.": short_id(min(tests)), "test_ids": sorted(map(short_id, tests))}
+                )
+            elif any(line.names(p, c) for p, c in self.ran):
+                fixed.append(entry)
+            else:
+                stale.append(entry)
+        new = [
+            {"finding": key, "tests": len(n.tests), "e.g.": short_id(min(n.tests))}
+            for key, n in sorted(self.new.items(), key=lambda kv: (-len(kv[1].tests), kv[0]))
         ]
-        for test_id in sorted(self.current_failures):
-            old = self.entries.get(test_id)
-            prefix = _printable_prefix(self.current_failures[test_id][:100].replace("#", ""))
-            reason = old.reason if old and old.reason else "TODO: say why this is expected"
-            lines.append(f"{test_id}  | {prefix}  # {reason}")
+        return {
+            "path": self.path,
+            "known": known,
+            "new": new,
+            "fixed": [] if self.partial else fixed,
+            "stale": ([] if self.partial else stale) + [{"line": e.line, "finding": e.test_id, "reason": e.reason} for e in ([] if self.partial else self.stale_entries())],
+            "sometimes_not_met": unmet,
+            "partial_run": self.partial,
+            "written": self.wrote,
+        }
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
+        if config.option.collectonly:
+            return
+        data = self.summary()
+        write = terminalreporter.write_line
+        terminalreporter.section("known findings", sep="-")
+        name = os.path.basename(self.path)
+        write(f"{len(data['known'])} known finding(s) of {name} met in this run")
+        for k in data["known"]:
+            write(f"  {name}:{k['line']}: {k['finding']}  ({k['tests']} tests, {k['examples']} examples; e.g. {k['e.g.']})")
+        if data["new"]:
+            write(f"{len(data['new'])} new finding(s), in no line of {name} (they fail the run):", red=True)
+            for n in data["new"]:
+                write(f"  {n['finding']}  ({n['tests']} tests; e.g. {n['e.g.']})", red=True)
+        if data["fixed"]:
+            write(f"{len(data['fixed'])} line(s) whose tests ran but never met their finding: fixed? (they fail the run)", red=True)
+            for f in data["fixed"]:
+                write(f"  {name}:{f['line']}: {f['finding']}  # {f['reason'] or ''}", red=True)
+        if data["stale"]:
+            write(f"{len(data['stale'])} stale line(s): no test they name ran (they fail the run)", red=True)
+            for f in data["stale"]:
+                write(f"  {name}:{f['line']}: {f['finding']}  # {f['reason'] or ''}", red=True)
+        if data["sometimes_not_met"]:
+            write(f"{len(data['sometimes_not_met'])} line(s) marked 'sometimes' not met in this run (not judged):")
+            for f in data["sometimes_not_met"]:
+                write(f"  {name}:{f['line']}: {f['finding']}")
+        if (data["fixed"] or data["stale"]) and not self.update:
+            write(f"To rewrite the list from this run: {_update_command(self.path)}", red=True)
+        if data["partial_run"] and not self.update:
+            write("(a partial run: lines that matched nothing are not judged)")
+        if self.wrote:
+            write(self.wrote, bold=True)
+
+    # --- --update-failure-list -----------------------------------------------------------
+
+    def _rewrite(self) -> None:
+        legacy_reason = {e.test_id: e.reason for e in self.entries.values()}
+        kept = [line for line in self.list.findings if self.line_tests.get(line.line) or self.partial or line.sometimes]
+        removed = [line for line in self.list.findings if line not in kept]
+        groups = {key: _NewFinding(n.finding, list(n.tests)) for key, n in self.converted.items()}
+        for key, n in self.new.items():
+            groups.setdefault(key, _NewFinding(n.finding)).tests.extend(n.tests)
+        added = [_new_line(n, legacy_reason) for n in groups.values()]
+        added.sort()
+        lines = [
+            "# Known findings, maintained with `python -m conformance ... --failure-list THIS --update-failure-list`.",
+            "# PROPERTY  CASE  KIND  WHERE  [: DETAIL]  # reason  (format: conformance/failure_list.py)",
+        ]
+        lines += [_raw_line(self.path, line.line) for line in kept]
+        lines += added
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)) or ".", exist_ok=True)
         with open(self.path, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
+        converted = len(self.entries)
+        todo = sum(1 for line in added if line.endswith(_TODO))
+        self.wrote = (
+            f"failure list {self.path}: wrote {len(kept) + len(added)} line(s): {len(added)} added"
+            + (f" ({todo} marked TODO: give each a reason)" if todo else "")
+            + f", {len(removed)} removed, {len(kept)} kept"
+            + (f"; {converted} test-id line(s) of the older form replaced" if converted else "")
+            + ("; a partial run: no line was removed" if self.partial else "")
+        )
 
 
-def _printable_prefix(text: str) -> str:
-    """``text`` up to its first unprintable character: a list line must survive editors and line splitting."""
-    for i, ch in enumerate(text):
-        if not ch.isprintable():
-            return text[:i]
-    return text
+def _raw_line(path: str, number: int) -> str:
+    with open(path, encoding="utf-8") as fh:
+        for i, raw in enumerate(fh, 1):
+            if i == number:
+                return raw.rstrip("\n")
+    raise LookupError(number)  # pragma: no cover - the line was parsed from this file
+
+
+def _group_key(finding: Finding) -> str:
+    """New findings are grouped by kind and class, or, for values that differ, by kind and reason."""
+    if finding.kind == "differs":
+        return f"differs * : {finding.detail}"
+    return f"{finding.kind} {finding.where or '*'}"
+
+
+def _alternatives(values: Sequence[str], limit: int) -> str:
+    distinct = sorted(set(values))
+    if len(distinct) > limit:
+        return "*"
+    return "|".join(_literal(v) for v in distinct)
+
+
+def _literal(text: str) -> str:
+    """``text`` as a pattern matching it: ``|`` and ``*`` in it, which a pattern would read, become ``*``; never empty."""
+    text = "".join(text.split()).replace("|", "*").replace("#", "*")
+    return text or "-"
+
+
+def _new_line(new: _NewFinding, legacy_reason: Dict[str, Optional[str]]) -> str:
+    cases = [test_case(t) for t in new.tests]
+    prop = _alternatives([p for p, _ in cases], _MAX_ALTERNATIVES["property"])
+    case = _alternatives([c for _, c in cases], _MAX_ALTERNATIVES["case"])
+    finding = new.finding
+    if finding.kind == "differs":
+        where = "*"
+        detail = " : " + finding.detail.replace("|", "*").replace("#", "") if finding.detail else ""
+    else:
+        where, detail = _literal(finding.where) if finding.where else "*", ""
+    reasons = {legacy_reason.get(short_id(t)) for t in new.tests}
+    reason = reasons.pop() if len(reasons) == 1 and None not in reasons else _TODO
+    return f"{prop}  {case}  {finding.kind}  {where}{detail}  # {reason}"
+
+
+def render_lines(findings: Sequence[Tuple[str, str, Finding]]) -> List[str]:
+    """The lines ``--update-failure-list`` would add for ``(property, case, finding)`` triples (for tools and tests)."""
+    groups: Dict[str, _NewFinding] = {}
+    for prop, case, finding in findings:
+        groups.setdefault(_group_key(finding), _NewFinding(finding)).tests.append(f"x.py::{prop}" + ("" if case == "-" else f"[{case}]"))
+    return sorted(_new_line(n, {}) for n in groups.values())
+
+
+def _partial(session) -> bool:
+    """Whether this run selected part of the suite (``-k``, ``-m``, test ids or files) or stopped early."""
+    config = session.config
+    if config.getoption("keyword") or config.getoption("markexpr"):
+        return True
+    if session.shouldstop or session.shouldfail or getattr(config.option, "maxfail", 0):
+        return True
+    return any("::" in str(arg) or os.path.isfile(str(arg).split("::")[0]) for arg in config.args)
+
+
+def _update_command(path: str) -> str:
+    from .plugin import CODEC_ENV, TESTEE_ENV
+
+    if os.environ.get(TESTEE_ENV):
+        selector = f"--testee {shlex.quote(os.environ[TESTEE_ENV])}"
+    else:
+        selector = f"--codec {shlex.quote(os.environ.get(CODEC_ENV, 'NAME'))}"
+    engine = os.environ.get("IPC_CONFORMANCE_ENGINE")
+    if engine:
+        selector = f"--engine {shlex.quote(engine)} {selector}"
+    rel = os.path.relpath(path)
+    return f"python -m conformance {selector} --failure-list {shlex.quote(path if rel.startswith('..') else rel)} --update-failure-list -n 2"
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("conformance")
-    group.addoption("--failure-list", default=os.environ.get(FAILURE_LIST_ENV), help="strict known-failure list")
-    group.addoption("--update-failure-list", action="store_true", help="rewrite the failure list from this run")
+    group.addoption("--failure-list", default=os.environ.get(FAILURE_LIST_ENV), help="known-failure list (see conformance/failure_list.py)")
+    group.addoption("--update-failure-list", action="store_true", help="create or rewrite the failure list from this run")
 
 
 def pytest_configure(config):
     path = config.getoption("failure_list")
-    if path:
-        config.pluginmanager.register(FailureListPlugin(path, config.getoption("update_failure_list")), "conformance-failure-list")
+    if not path:
+        return
+    update = config.getoption("update_failure_list")
+    if not update and not os.path.exists(path):
+        raise pytest.UsageError(f"failure list {path} does not exist: create it with --update-failure-list")
+    try:
+        plugin = FailureListPlugin(path, update)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(plugin, "conformance-failure-list")

@@ -29,6 +29,7 @@ import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .equivalence import Difference
+from .findings import Finding, finding_of, fold_numbers
 
 __all__ = [
     "PropertyFailure",
@@ -59,14 +60,6 @@ class _NoMessage:
 #: ``message=`` default: the failure concerns no one message (arbitrary bytes, a schema).
 NO_MESSAGE: Any = _NoMessage()
 
-_NUMBER = re.compile(r"\d+")
-
-
-def fold_numbers(text: str) -> str:
-    """``text`` with every run of digits replaced by ``N`` (counts, indices and sizes vary by example)."""
-    return _NUMBER.sub("N", text)
-
-
 def _one_line(text: str, limit: int = _HEADLINE_CHARS) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -94,6 +87,11 @@ class PropertyFailure(AssertionError):
     signature
         Overrides the derived signature (the bad-input properties use the
         finding kind and exception type, not the message of the moment).
+    finding
+        What the failure shows, for known-failure lists
+        (:class:`~conformance.findings.Finding`); derived when not given: the
+        first difference (``differs`` at its path shape), else ``fails`` with
+        ``what``.
     """
 
     def __init__(
@@ -106,6 +104,7 @@ class PropertyFailure(AssertionError):
         message: Any = NO_MESSAGE,
         details: Sequence[str] = (),
         signature: Optional[str] = None,
+        finding: Optional[Finding] = None,
     ) -> None:
         self.codec = codec
         self.what = what
@@ -114,6 +113,7 @@ class PropertyFailure(AssertionError):
         self.details: Tuple[str, ...] = tuple(details)
         self.text = text
         self._signature = signature
+        self._finding = finding
         super().__init__(self.render())
 
     @property
@@ -137,6 +137,15 @@ class PropertyFailure(AssertionError):
         if self.codec and headline.startswith(f"[{self.codec}] "):
             headline = headline[len(self.codec) + 3 :]
         return fold_numbers(headline)
+
+    @property
+    def finding(self) -> Finding:
+        if self._finding is not None:
+            return self._finding
+        if self.differences:
+            first = self.differences[0]
+            return Finding.of("differs", first.path_shape or first.path, first.reason)
+        return Finding.of("fails", "", self.what or self.text)
 
     @property
     def kind(self) -> str:
@@ -176,11 +185,13 @@ class PropertyFailure(AssertionError):
         return "\n".join(lines)
 
     def __reduce__(self):  # keep the parts across processes (xdist, multiprocessing)
-        return (_rebuild, (self.text, self.codec, self.what, self.differences, self.message, self.details, self._signature))
+        return (_rebuild, (self.text, self.codec, self.what, self.differences, self.message, self.details, self._signature, self._finding))
 
 
-def _rebuild(text, codec, what, differences, message, details, signature) -> PropertyFailure:
-    return PropertyFailure(text, codec=codec, what=what, differences=differences, message=message, details=details, signature=signature)
+def _rebuild(text, codec, what, differences, message, details, signature, finding=None) -> PropertyFailure:
+    return PropertyFailure(
+        text, codec=codec, what=what, differences=differences, message=message, details=details, signature=signature, finding=finding
+    )
 
 
 class CodecRaised(PropertyFailure):
@@ -191,13 +202,14 @@ class CodecRaised(PropertyFailure):
     ``RecursionError`` is thousands of frames.
     """
 
-    def __init__(self, exc: BaseException, *, codec: str = "", message: Any = NO_MESSAGE) -> None:
+    def __init__(self, exc: BaseException, *, codec: str = "", message: Any = NO_MESSAGE, decode_error: Any = None) -> None:
         super().__init__(
             codec=codec,
             what=exception_headline(exc),
             message=message,
             details=[f"raised at {at}" for at in raised_at(exc)],
             signature=exception_signature(exc),
+            finding=finding_of(exc, decode_error),
         )
 
 
@@ -298,7 +310,7 @@ def exception_signature(exc: BaseException) -> str:
 
 #: Frames from these packages are the suite's and its tools', not the code under test.
 _OWN = tuple(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), sub) for sub in ("properties.py", "failures.py", "shrinking.py", "plugin.py", "report.py", "suite")
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), sub) for sub in ("properties.py", "failures.py", "findings.py", "failure_list.py", "seeding.py", "shrinking.py", "plugin.py", "report.py", "suite")
 )
 _TOOLS = (os.sep + "hypothesis" + os.sep, os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep)
 

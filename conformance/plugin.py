@@ -43,6 +43,18 @@ capabilities as attributes; absent ones take the defaults of
     thread_safe       bool, False if one instance must not encode from two
                       threads at once; the transport property's senders then
                       take turns
+    map_location      str or None: where the codec places a tensor sent from a
+                      device this process lacks ("cpu"); None (the default)
+                      means it refuses such a tensor with its decode error.
+                      Placing it anywhere else is a silent device drop
+    as_held(msg)      optional method: the message as the engine's own
+                      classes hold it once constructed (an engine that
+                      normalises or validates in its constructors); the suite
+                      draws through it, so construction-time rewrites are the
+                      expected value and messages its constructors refuse are
+                      not drawn
+    message_types     optional mapping {tag: class} of the codec's own
+                      message classes, for the schema-evolution property
 
 Select it with ``python -m conformance --codec SPEC`` or the environment
 variable ``IPC_CONFORMANCE_CODEC=SPEC``. SPEC is a built-in name of the engine
@@ -64,6 +76,7 @@ import msgspec
 
 from .engines import DEFAULT_ENGINE, Engine, EngineSelectionError, engine_from_environment
 from .engines.sglang import CODECS as SGLANG_CODECS
+from .findings import mark_side
 
 __all__ = [
     "Capabilities",
@@ -100,6 +113,7 @@ class Capabilities:
     keeps_requires_grad: bool = True
     structured_ndarrays: bool = True
     thread_safe: bool = True
+    map_location: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -114,13 +128,29 @@ class CodecUnderTest:
         return self.caps.name
 
     def encode(self, msg: Any):
-        return self.impl.encode(msg)
+        """``impl.encode(msg)``; an exception escaping it is marked as the sender's (:func:`~conformance.findings.mark_side`)."""
+        try:
+            return self.impl.encode(msg)
+        except BaseException as exc:
+            mark_side(exc, "encode")
+            raise
 
     def decode(self, frames, msg_type: Optional[type] = None):
-        """``impl.decode(frames, msg_type)`` for a codec that declares ``typed_decode``, else ``impl.decode(frames)``."""
-        if self.caps.typed_decode and msg_type is not None:
-            return self.impl.decode(frames, msg_type)
-        return self.impl.decode(frames)
+        """``impl.decode(frames, msg_type)`` for a codec that declares ``typed_decode``, else ``impl.decode(frames)``.
+
+        An exception escaping it is marked as the receiver's."""
+        try:
+            if self.caps.typed_decode and msg_type is not None:
+                return self.impl.decode(frames, msg_type)
+            return self.impl.decode(frames)
+        except BaseException as exc:
+            mark_side(exc, "decode")
+            raise
+
+    def as_held(self, msg: Any) -> Any:
+        """``msg`` as the engine's classes hold it (``impl.as_held``), or ``msg`` itself for a codec without one."""
+        held = getattr(self.impl, "as_held", None)
+        return msg if held is None else held(msg)
 
     def __repr__(self) -> str:
         return f"<codec {self.caps.name}: {self.impl!r}>"
@@ -161,7 +191,20 @@ def _capabilities(impl: Any, default_name: str) -> Capabilities:
         keeps_requires_grad=bool(getattr(impl, "keeps_requires_grad", True)),
         structured_ndarrays=bool(getattr(impl, "structured_ndarrays", True)),
         thread_safe=bool(getattr(impl, "thread_safe", True)),
+        map_location=_map_location(impl, name),
     )
+
+
+def _map_location(impl: Any, name: Any) -> Optional[str]:
+    value = getattr(impl, "map_location", None)
+    if value is None:
+        return None
+    import torch
+
+    try:
+        return str(torch.device(value))
+    except (TypeError, RuntimeError) as exc:
+        raise CodecSelectionError(f"{name}: map_location must be a device string such as 'cpu', got {value!r}") from exc
 
 
 def load_codec(spec: str, engine: Optional[Engine] = None) -> CodecUnderTest:

@@ -10,9 +10,10 @@ caused it (:data:`drawn`).
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Optional
 
 import hypothesis
 import hypothesis.strategies as st
@@ -73,28 +74,54 @@ def draw_message(data: Any, tag: str, codec: Any = None, label: str = "message")
 
 
 def message_strategy(tag: str, codec: Any = None) -> st.SearchStrategy:
-    """Messages of type ``tag`` of the engine; adapted to ``codec``'s declared ``unsupported_dtypes`` when given."""
+    """Messages of type ``tag`` of the engine, adapted to ``codec`` when given: its declared gaps
+    (``unsupported_dtypes`` and friends, :func:`without_dtypes`), then, for a codec whose engine
+    classes normalise or validate when built (``as_held``), as those classes hold them; a message
+    they refuse is not drawn (Hypothesis counts it as invalid)."""
     base = ENGINE.message_strategy(MESSAGE_TYPES[tag])
     caps = getattr(codec, "caps", None)
     unsupported = getattr(caps, "unsupported_dtypes", ())
     native_only = getattr(caps, "native_byte_order_only", False)
     keeps_grad = getattr(caps, "keeps_requires_grad", True)
     structured = getattr(caps, "structured_ndarrays", True)
-    if not unsupported and not native_only and keeps_grad and structured:
+    if unsupported or native_only or not keeps_grad or not structured:
+        base = base.map(
+            lambda msg: without_dtypes(msg, unsupported, native_byte_order=native_only, requires_grad=keeps_grad, structured_ndarrays=structured)
+        )
+    as_held = getattr(getattr(codec, "impl", codec), "as_held", None)
+    if as_held is None:
         return base
-    return base.map(
-        lambda msg: without_dtypes(msg, unsupported, native_byte_order=native_only, requires_grad=keeps_grad, structured_ndarrays=structured)
-    )
+    return base.map(functools.partial(_held, as_held)).filter(lambda msg: msg is not _REFUSED)
+
+
+#: What :func:`_held` returns for a message the engine's constructors refuse.
+_REFUSED = object()
+
+
+def _held(as_held: Any, msg: Any) -> Any:
+    """``as_held(msg)``: the message as the engine's classes hold it, or :data:`_REFUSED` (counted as an event)."""
+    try:
+        return as_held(msg)
+    except Exception as exc:
+        hypothesis.event(f"not drawn: the engine's constructor refuses it ({type(exc).__qualname__})")
+        return _REFUSED
 
 
 def without_dtypes(
-    msg: Any, names, *, native_byte_order: bool = False, requires_grad: bool = True, structured_ndarrays: bool = True
+    msg: Any,
+    names,
+    *,
+    native_byte_order: bool = False,
+    requires_grad: bool = True,
+    structured_ndarrays: bool = True,
+    map_location: Optional[str] = None,
 ) -> Any:
     """``msg`` adapted to a codec's declared gaps: tensors of a dtype in ``names`` cast to float32;
     with ``native_byte_order``, non-native ndarrays converted to native byte order (same values);
     without ``requires_grad``, tensors detached from autograd (same values); without
     ``structured_ndarrays``, structured (void) ndarrays replaced by their bytes as uint8
-    (one more axis, of the item size).
+    (one more axis, of the item size); with ``map_location``, tensors moved to
+    that device (as a codec that declares it places them).
 
     Reaches tensors inside structs, dataclasses, NamedTuples, lists, tuples and
     mappings (a ``UserDict`` keeps its class)."""
@@ -120,6 +147,8 @@ def without_dtypes(
             if value.requires_grad and not requires_grad:
                 hypothesis.event("tensor detached from autograd: the codec declares it does not carry requires_grad")
                 value = value.detach()
+            if map_location is not None and str(value.device) != map_location:
+                value = value.detach().to(map_location).requires_grad_(value.requires_grad)
             return value
         if not structured_ndarrays and isinstance(value, np.ndarray) and value.dtype.kind == "V":
             hypothesis.event("structured ndarray sent as its bytes (uint8): the codec declares it cannot carry structured dtypes")

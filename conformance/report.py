@@ -40,6 +40,7 @@ import pytest
 from . import variant_coverage
 from .engines import DEFAULT_ENGINE, engine_spec_from_environment
 from .failures import NO_MESSAGE, CodecRaised, PropertyFailure, exception_signature, raised_at
+from .seeding import DEFAULT_SEED, run_seed
 from .shrinking import SHRINK_BUDGET, SHRINK_OUTCOME, failure_headline, failure_signature
 
 __all__ = ["REPORT_ENV", "closing_line", "ConformanceReport"]
@@ -53,13 +54,20 @@ _SUMMARY_FAILURES = 40
 _SHRINK_RANK = {"shrunk": 0, "partly shrunk": 1, "not shrunk": 2}
 
 
-def closing_line(successes: int, skipped: int, expected: int, unexpected: int, *, interrupted: bool = False) -> str:
+def closing_line(
+    successes: int, skipped: int, expected: int, unexpected: int, *, interrupted: bool = False, known_findings: Optional[int] = None
+) -> str:
+    """The run's last line. With a failure list, a pass says how many known findings it conforms except for."""
     verdict = "PASSED" if unexpected == 0 and successes + expected > 0 and not interrupted else "FAILED"
-    return (
+    line = (
         f"CONFORMANCE SUITE {verdict}: {successes} successes, {skipped} skipped, "
         f"{expected} expected failures, {unexpected} unexpected failures"
-        + (" (interrupted: only finished tests counted)" if interrupted else "")
     )
+    if known_findings and verdict == "PASSED":
+        line += f"; conforms except for {known_findings} known finding{'s' if known_findings != 1 else ''}"
+    elif known_findings:
+        line += f"; {known_findings} known finding{'s' if known_findings != 1 else ''} met"
+    return line + (" (interrupted: only finished tests counted)" if interrupted else "")
 
 
 def _selected_codec():
@@ -99,7 +107,9 @@ def _reproduce_line(item) -> str:
     rel = os.path.relpath(path)
     target = (path if rel.startswith("..") else rel) + "::" + item.nodeid.partition("::")[2]
     profile = _profile()
-    return f"python -m conformance {selector}{'' if profile == 'ci' else f' --profile {profile}'} {shlex.quote(target)}"
+    seed = run_seed(item.config)
+    seed_option = f" --seed {seed}" if seed is not None and seed != DEFAULT_SEED else ""
+    return f"python -m conformance {selector}{'' if profile == 'ci' else f' --profile {profile}'}{seed_option} {shlex.quote(target)}"
 
 
 def failure_block(item, exc: BaseException, codec_name: str) -> Dict[str, Any]:
@@ -150,7 +160,9 @@ def pytest_runtest_call(item):
         codec = _selected_codec()
         outcome = item.stash.get(SHRINK_OUTCOME, None)
         message = outcome.message if outcome is not None and outcome.message is not None else NO_MESSAGE
-        raise CodecRaised(exc, codec=codec.name if codec is not None else "", message=message) from None
+        raise CodecRaised(
+            exc, codec=codec.name if codec is not None else "", message=message, decode_error=codec.caps.decode_error if codec is not None else None
+        ) from None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -262,8 +274,14 @@ class ConformanceReport:
             return
         session = terminalreporter._session
         counts = self.counts(session)
+        listed = config.pluginmanager.get_plugin("conformance-failure-list")
         self.line = closing_line(
-            counts["successes"], counts["skipped"], counts["expected_failures"], counts["unexpected_failures"], interrupted=self.interrupted
+            counts["successes"],
+            counts["skipped"],
+            counts["expected_failures"],
+            counts["unexpected_failures"],
+            interrupted=self.interrupted,
+            known_findings=listed.known_count() if listed is not None else None,
         )
         write = terminalreporter.write_line
         terminalreporter.section("conformance summary", sep="-")
@@ -331,12 +349,18 @@ class ConformanceReport:
                     "duration_s": round(time.time() - self.started, 3),
                     "python": platform.python_version(),
                     "counts": counts,
+                    "failure_list": self._failure_list(),
+                    "seed": run_seed(self.config),
                     "tests": {nodeid: {k: v for k, v in r.items()} for nodeid, r in self.results.items()},
                 },
                 fh,
                 indent=1,
                 sort_keys=True,
             )
+
+    def _failure_list(self) -> Optional[Dict[str, Any]]:
+        listed = self.config.pluginmanager.get_plugin("conformance-failure-list")
+        return listed.summary() if listed is not None else None
 
     def pytest_sessionfinish(self, session, exitstatus):
         if session.testscollected == 0 and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not session.config.option.collectonly:

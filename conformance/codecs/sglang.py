@@ -160,6 +160,18 @@ class SGLangCodec:
             return {self._convert(v, table, to_sglang) for v in value}
         return value
 
+    def as_held(self, msg: Any) -> Any:
+        """``msg`` as SGLang holds it: built with SGLang's classes, then converted back, without the wire.
+
+        SGLang's constructors normalise (``SamplingParams(temperature=0.0)``
+        becomes ``temperature=1.0, top_k=1``; ``AbortReq(rid=None)`` gets
+        ``rid=""``) and validate (watermark settings): an SGLang sender can
+        only ever hold the result, so that is what the suite sends and
+        expects back. A message the constructors refuse raises here and is
+        not drawn. A normalisation that happens only on decode still fails.
+        """
+        return self.to_reference(self.to_sglang(msg))
+
     # --- codec interface ----------------------------------------------------
 
     def encode(self, msg: Any) -> List[bytes]:

@@ -21,7 +21,7 @@ from conformance import shrinking
 from conformance.plugin import CodecSelectionError, codec_from_environment
 from conformance.properties import ENGINE
 
-pytest_plugins = ("conformance.variant_coverage", "conformance.shrinking", "conformance.report", "conformance.failure_list")
+pytest_plugins = ("conformance.variant_coverage", "conformance.shrinking", "conformance.report", "conformance.failure_list", "conformance.seeding")
 
 #: Examples per (property, message type) under the ``ci`` profile.
 SUITE_CI_EXAMPLES = 8

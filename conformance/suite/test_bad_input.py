@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.failures import NO_MESSAGE, summarise
+from conformance.findings import Finding
 from conformance.fuzz.attacks import ATTACKS, Seed, attack, hostile_values
 from conformance.fuzz.bytes_mutations import mutate_bytes
 from conformance.fuzz.choices import HypothesisChoices
@@ -67,7 +68,19 @@ def _check(harness, frames, msg, how: str, msg_type=None) -> None:
                 "(the message is the valid one the frames were made from)",
             ],
             signature=f"{how}: {outcome.signature}",
+            finding=_finding(outcome),
         )
+
+
+def _finding(outcome) -> Finding:
+    """The harness's outcome as a finding: an escaping exception is ``raises`` its class, the rest keep the harness's kind."""
+    if outcome.kind == "other-exception":
+        return Finding.of("raises", outcome.error_type, outcome.error)
+    if outcome.kind == "hang":
+        return Finding.of("slow", outcome.error_type, outcome.error)
+    if outcome.kind == "crash":
+        return Finding.of("raises", "crash", outcome.error)
+    return Finding.of(outcome.kind, outcome.error_type, outcome.error)
 
 
 @each_message_type
@@ -113,6 +126,7 @@ def test_pickle_payloads_never_run_wherever_they_are_placed(codec, harness, prob
             codec=codec.name,
             what="a pickle payload ran while decoding (the probe's file was created)",
             message=msg,
+            finding=Finding.of("code-executed", "", "a pickle payload ran"),
             details=[f"frames (hex): {_frames_text(frames)}"],
         )
     _check(harness, frames, msg, "pickle payload")
@@ -155,12 +169,14 @@ def _must_reject(codec, frames, fault: str, msg) -> None:
             codec=codec.name,
             what=f"{fault}: raised {type(exc).__qualname__}, not the declared decode error",
             message=msg,
+            finding=Finding.of("raises", type(exc).__qualname__, str(exc)),
             details=[f"{type(exc).__qualname__}: {str(exc)[:200]}", f"frames (hex): {_frames_text(frames)}"],
         ) from None
     raise PropertyFailure(
         codec=codec.name,
         what=f"{fault}: decoded instead of rejected",
         message=msg,
+        finding=Finding.of("accepts", type(decoded).__qualname__, fault),
         details=[f"decoded to {summarise(decoded)}", f"frames (hex): {_frames_text(frames)}"],
     )
 

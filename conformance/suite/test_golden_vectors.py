@@ -18,6 +18,7 @@ from typing import Any, Tuple, Type, Union
 import pytest
 
 from conformance.equivalence import differences
+from conformance.findings import Finding
 from conformance.neutral import from_neutral
 from conformance.properties import ENGINE, MAX_DIFFERENCES, PropertyFailure, summarise
 from conformance.vectors import GoldenVector, load_vectors
@@ -31,8 +32,10 @@ def _error_names(errors: Union[Type[BaseException], Tuple[Type[BaseException], .
     return errors.__qualname__
 
 
-def _fail(codec, vector: GoldenVector, what: str, found=()) -> PropertyFailure:
-    return PropertyFailure(codec=codec.name, what=f"{vector.file}: {what}", differences=found, details=[f"vector: {vector.description}"])
+def _fail(codec, vector: GoldenVector, what: str, found=(), finding=None) -> PropertyFailure:
+    return PropertyFailure(
+        codec=codec.name, what=f"{vector.file}: {what}", differences=found, details=[f"vector: {vector.description}"], finding=finding
+    )
 
 
 def _check_value(codec, vector: GoldenVector, decoded: Any) -> None:
@@ -43,7 +46,12 @@ def _check_value(codec, vector: GoldenVector, decoded: Any) -> None:
 
 def _rejection_required(codec, vector: GoldenVector, decoded: Any) -> None:
     """An ``n_`` vector decoded: that is this property's failure."""
-    raise _fail(codec, vector, f"must be rejected with {_error_names(codec.caps.decode_error)}, but decoded to {summarise(decoded)}")
+    raise _fail(
+        codec,
+        vector,
+        f"must be rejected with {_error_names(codec.caps.decode_error)}, but decoded to {summarise(decoded)}",
+        finding=Finding.of("accepts", type(decoded).__qualname__, vector.description),
+    )
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[v.filename for v in VECTORS])
@@ -58,13 +66,16 @@ def test_golden_vector(codec, vector: GoldenVector):
         decoded = codec.decode(frames)
     except decode_error as exc:
         if vector.kind == "y":
-            raise _fail(codec, vector, f"must decode, but raised {type(exc).__qualname__}: {exc}") from None
+            raise _fail(
+                codec, vector, f"must decode, but raised {type(exc).__qualname__}: {exc}", finding=Finding.of("refuses", type(exc).__qualname__, str(exc))
+            ) from None
         return  # n_: the required outcome; i_: an allowed one
     except Exception as exc:
         raise _fail(
             codec,
             vector,
             f"raised {type(exc).__qualname__}: {exc}, which is not the declared decode error ({_error_names(decode_error)})",
+            finding=Finding.of("raises", type(exc).__qualname__, str(exc)),
         ) from None  # a RecursionError traceback is thousands of frames; the message says enough
     if vector.kind == "n":
         _rejection_required(codec, vector, decoded)

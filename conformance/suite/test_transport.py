@@ -19,6 +19,7 @@ import zmq
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.findings import Finding
 from conformance.properties import ENGINE, MESSAGE_TAGS, PropertyFailure, check_equivalent, message_strategy
 from reference_codec import transport
 
@@ -45,9 +46,12 @@ def _receive(pull, threads, errors, codec, streams, received):
                 codec=codec.name,
                 what=f"sender {k} could not send message {i}: {type(exc).__qualname__}: {str(exc)[:200]}",
                 message=streams[k][i],
+                finding=Finding.of("sender-raises", type(exc).__qualname__, str(exc)),
             )
         if time.monotonic() > deadline:
-            raise PropertyFailure(codec=codec.name, what=f"a message was lost: {len(received)} of {sum(map(len, streams))} arrived")
+            raise PropertyFailure(
+                codec=codec.name, what=f"a message was lost: {len(received)} of {sum(map(len, streams))} arrived", finding=Finding.of("lost", "", "a message was lost")
+            )
     return pull.recv_multipart(copy=False)
 
 
@@ -61,6 +65,7 @@ def _decode_received(codec, frames, key, msg):
             what=f"message {key[1]} of sender {key[0]} cannot be decoded as received ({type(frames[0]).__name__} frames)",
             message=msg,
             details=[f"{type(exc).__qualname__}: {str(exc)[:200]}"],
+            finding=Finding.of("lost", type(exc).__qualname__, str(exc)),
         ) from None
 
 
@@ -108,7 +113,7 @@ def test_every_message_arrives_intact_with_interleaved_senders(codec, endpoint, 
             frames = _receive(pull, threads, errors, codec, streams, received)
             key = (int(bytes(frames[0])), int(bytes(frames[1])))
             if key in received:
-                raise PropertyFailure(codec=codec.name, what=f"message {key} arrived twice")
+                raise PropertyFailure(codec=codec.name, what=f"message {key} arrived twice", finding=Finding.of("lost", "", "a message arrived twice"))
             received[key] = _decode_received(codec, frames[2:], key, streams[key[0]][key[1]])
     finally:
         for t in threads:

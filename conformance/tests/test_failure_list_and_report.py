@@ -34,7 +34,7 @@ def last_line(result) -> str:
 def test_parse_reads_ids_prefixes_and_reasons_and_rejects_duplicates(tmp_path):
     path = tmp_path / "list.txt"
     path.write_text(f"# header\n\nsuite/{FAILING} | $.abort_all  # BoolAsInt\n{PASSING}\n")
-    entries = parse_failure_list(str(path))
+    entries = parse_failure_list(str(path)).by_test
     assert entries[FAILING].message_prefix == "$.abort_all" and entries[FAILING].reason == "BoolAsInt"
     assert entries[PASSING].message_prefix is None and entries[PASSING].line == 4
     path.write_text(f"{FAILING}\n{FAILING}\n")
