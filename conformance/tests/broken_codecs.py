@@ -120,6 +120,27 @@ class TensorDeviceDropped(_Broken):
         return _walk(msg, lambda v: v.cpu() if isinstance(v, torch.Tensor) else v)
 
 
+class DeviceDroppedSilently(_Broken):
+    """A tensor sent from a device this process lacks lands on the CPU, and the codec declares no such mapping.
+
+    Unlike :class:`TensorDeviceDropped`, this shows on a machine without CUDA:
+    the reference refuses a ``cuda:N`` tensor there, this codec quietly keeps it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._inner = ReferenceCodec(map_location="cpu")
+
+    def damage(self, msg):
+        return msg
+
+
+class DeviceMappedToCPU(DeviceDroppedSilently):
+    """The same placement, declared (``map_location = "cpu"``): conforming."""
+
+    map_location = "cpu"
+
+
 class EnumAsValue(_Broken):
     """Enum members decoded as their raw values."""
 
@@ -457,3 +478,36 @@ class SharedEncodeStateDeclared(SharedEncodeState):
     """The same codec, declaring it: the suite must then encode one message at a time."""
 
     thread_safe = False
+
+
+class SGLangLosesLastInputToken:
+    """SGLang 0.5.23's own codec with one more bug: the last input token of every generation request is lost on decode.
+
+    For the gate's meta-test: with SGLang's failure list, which lists what
+    SGLang's codec really gets wrong, this one new bug must still fail the run.
+    Needs SGLang (``tox -e sglang``).
+    """
+
+    name = "broken:SGLangLosesLastInputToken"
+
+    def __init__(self) -> None:
+        from conformance.codecs.sglang import SGLangCodec
+
+        self._inner = SGLangCodec()
+        self.wire_compatible = self._inner.wire_compatible
+        self.decode_error = self._inner.decode_error
+        self.message_types = self._inner.message_types
+
+    def as_held(self, msg):
+        return self._inner.as_held(msg)
+
+    def encode(self, msg):
+        return self._inner.encode(msg)
+
+    def decode(self, frames):
+        msg = self._inner.decode(frames)
+        requests = getattr(msg, "batch", None) if type(msg).__name__ == "BatchTokenizedGenerateReqInput" else [msg]
+        for request in requests or ():
+            if type(request).__name__ == "TokenizedGenerateReqInput" and request.input_ids:
+                request.input_ids = request.input_ids[:-1]
+        return msg

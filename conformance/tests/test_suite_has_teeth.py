@@ -51,6 +51,7 @@ TEETH = [
     Tooth("pickle-payloads", "test_bad_input.py and pickle_payloads", "UnpicklesBinValues", "a pickle payload ran while decoding", "decoder-contract"),
     Tooth("transport", "test_transport.py and interleaved", "DecodesOnlyBytes", "cannot be decoded as received", "transport-decode"),
     Tooth("golden-vectors", "test_golden_vectors.py and n_pickled", "UnpicklesOpaqueFields", "n_pickled", "golden-rejection"),
+    Tooth("devices", "test_devices.py", "DeviceDroppedSilently", "a device this receiver lacks, were decoded onto cpu without a declared map_location", "device-refusal"),
 ]
 
 #: Bug classes of the migration, each caught by the round-trip property alone.
@@ -113,6 +114,12 @@ def test_the_round_trip_property_alone_fails_each_bug_class(broken, evidence):
     result = run_suite(f"conformance.tests.broken_codecs:{broken}", ROUNDTRIP)
     assert result.returncode == 1, f"the round-trip property passed {broken}:\n{result.stdout[-2000:]}"
     assert evidence in result.stdout, result.stdout[-3000:]
+
+
+def test_a_codec_that_declares_its_device_mapping_passes_the_device_property():
+    """The same placement as ``DeviceDroppedSilently``, declared (``map_location = "cpu"``): conforming, with the tensors checked on the CPU."""
+    result = run_suite("conformance.tests.broken_codecs:DeviceMappedToCPU", "test_devices.py")
+    assert result.returncode == 0 and verdict(result).startswith("CONFORMANCE SUITE PASSED"), result.stdout[-3000:]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: on a CPU-only machine every tensor is already on the CPU")

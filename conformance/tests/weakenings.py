@@ -70,6 +70,10 @@ def _transport_decode() -> None:
     module._decode_received = lambda codec, frames, key, msg: decode(codec, [bytes(f) for f in frames], key, msg)
 
 
+def _device_refusal() -> None:
+    _suite_module("test_devices")._decoded_without_a_declared_mapping = lambda codec, msg, decoded, device, count: None
+
+
 def _golden_rejection() -> None:
     _suite_module("test_golden_vectors")._rejection_required = lambda codec, vector, decoded: None
 
@@ -83,6 +87,7 @@ WEAKENINGS: Dict[str, Callable[[], None]] = {
     "decoder-contract": _decoder_contract,  # every hostile input counts as rejected
     "frame-count": _frame_count,  # a frame list of the wrong length is never checked
     "transport-decode": _transport_decode,  # received zmq.Frames are copied to bytes before the codec sees them
+    "device-refusal": _device_refusal,  # a tensor from an absent device may be decoded anywhere
     "golden-rejection": _golden_rejection,  # an n_ vector that decodes is let through
 }
 
