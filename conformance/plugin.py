@@ -215,7 +215,10 @@ def load_codec(spec: str, engine: Optional[Engine] = None) -> CodecUnderTest:
         raise CodecSelectionError("codec spec must be a built-in name or MODULE:ATTR, got an empty value")
     spec = spec.strip()
     if spec in engine.codecs:
-        impl = engine.codecs[spec]()
+        try:
+            impl = engine.codecs[spec]()
+        except Exception as exc:  # an engine's codec whose package is missing: a verdict, not a traceback
+            raise CodecSelectionError(f"built-in codec {spec!r} of engine {engine.name} cannot be loaded: {exc}") from exc
         return _checked(CodecUnderTest(impl, _capabilities(impl, spec)), engine)
     if ":" not in spec:
         raise CodecSelectionError(
@@ -232,7 +235,10 @@ def load_codec(spec: str, engine: Optional[Engine] = None) -> CodecUnderTest:
             obj = getattr(obj, part)
     except AttributeError as exc:
         raise CodecSelectionError(f"{module_name!r} has no attribute {attr!r}") from exc
-    impl = obj() if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "encode")) else obj
+    try:
+        impl = obj() if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "encode")) else obj
+    except Exception as exc:
+        raise CodecSelectionError(f"{spec}: building the codec raised {type(exc).__qualname__}: {exc}") from exc
     for method in ("encode", "decode"):
         if not callable(getattr(impl, method, None)):
             raise CodecSelectionError(f"{spec}: the implementation has no callable {method}()")

@@ -132,6 +132,13 @@ def test_an_interrupted_run_counts_only_finished_tests_and_still_gives_its_verdi
     assert result.returncode != 0
 
 
+def test_a_codec_that_cannot_be_built_ends_with_the_verdict_line_not_a_traceback():
+    """``json:JSONDecodeError`` (a class that needs arguments) stands for an engine's codec whose package is missing: building it raises."""
+    result = run("json:JSONDecodeError", "-k", "golden and y_abort")
+    assert result.returncode == 2 and result.stdout.rstrip().splitlines()[-1].startswith("CONFORMANCE SUITE FAILED"), result.stdout + result.stderr
+    assert "building the codec raised TypeError" in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
 def test_collect_only_gives_no_verdict():
     result = run("reference", "--collect-only", "-q", "-k", "golden and y_abort")
     assert result.stdout.rstrip().splitlines()[-1] == "CONFORMANCE SUITE: 1 tests collected, none run (--collect-only): no verdict"
