@@ -253,6 +253,7 @@ class FailureListPlugin:
         self.converted: Dict[str, _NewFinding] = {}
         self.legacy_listed: Set[str] = set()
         self.partial = False
+        self.legacy_partial = False
         self.wrote: Optional[str] = None
 
     # --- where tests run: a known finding never ends a test -----------------------
@@ -376,12 +377,12 @@ class FailureListPlugin:
         if getattr(session.config, "workerinput", None) is not None:
             return  # xdist worker: the controller decides
         self.partial = _partial(session)
+        # Older-form entries name one test each: as before, only -k and -m keep them from being judged.
+        self.legacy_partial = bool(session.config.getoption("keyword") or session.config.getoption("markexpr"))
         if self.update:
             self._rewrite()
             return
-        if self.partial:
-            return
-        if self.unmatched_lines() or self.stale_entries():
+        if (not self.partial and self.unmatched_lines()) or (not self.legacy_partial and self.stale_entries()):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def unmatched_lines(self) -> List[FindingLine]:
@@ -422,7 +423,8 @@ class FailureListPlugin:
             "known": known,
             "new": new,
             "fixed": [] if self.partial else fixed,
-            "stale": ([] if self.partial else stale) + [{"line": e.line, "finding": e.test_id, "reason": e.reason} for e in ([] if self.partial else self.stale_entries())],
+            "stale": ([] if self.partial else stale)
+            + [{"line": e.line, "finding": e.test_id, "reason": e.reason, "no_longer_exists": True} for e in ([] if self.legacy_partial else self.stale_entries())],
             "sometimes_not_met": unmet,
             "partial_run": self.partial,
             "written": self.wrote,
@@ -447,7 +449,7 @@ class FailureListPlugin:
             for f in data["fixed"]:
                 write(f"  {name}:{f['line']}: {f['finding']}  # {f['reason'] or ''}", red=True)
         if data["stale"]:
-            write(f"{len(data['stale'])} stale line(s): no test they name ran (they fail the run)", red=True)
+            write(f"{len(data['stale'])} stale line(s): no test they name ran; tests that no longer exist? (they fail the run)", red=True)
             for f in data["stale"]:
                 write(f"  {name}:{f['line']}: {f['finding']}  # {f['reason'] or ''}", red=True)
         if data["sometimes_not_met"]:

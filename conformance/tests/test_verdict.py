@@ -85,7 +85,7 @@ def test_budgets_are_bounded_under_ci_and_unbounded_under_nightly():
 
 def test_each_distinct_failure_is_shrunk_once_and_the_others_point_to_it(tmp_path):
     report = tmp_path / "r.json"
-    # TupleAsList fails both batch outputs at the same path (their beam-search results), so the two share a signature.
+    # TupleAsList fails two batch outputs at the same path (a field both carry), so the two share a signature.
     result = run("conformance.tests.broken_codecs:TupleAsList", "-p", "no:xdist", "-k", BATCH_OUTPUTS, "--report", str(report))
     assert result.returncode == 1, result.stdout[-3000:]
     tests = json.loads(report.read_text())["tests"]
@@ -101,7 +101,8 @@ def test_each_distinct_failure_is_shrunk_once_and_the_others_point_to_it(tmp_pat
             assert entry["shrunk_in"] == shrunk[0]
             if nodeid != shrunk[0]:
                 assert "the same failure is shrunk in" in entry["shrink"]
-    assert "finish_reason[*]" in result.stdout and "reproduce: python -m conformance --codec" in result.stdout
+    shared = next(group for group in by_signature.values() if len(group) > 1)
+    assert shared[0][1]["path_shape"] in result.stdout and "reproduce: python -m conformance --codec" in result.stdout
 
 
 def test_a_run_prints_capabilities_once_a_summary_and_the_closing_line_last(tmp_path):
