@@ -44,6 +44,10 @@ What a line does:
 The older form, a test id with an optional message prefix
 (``test_x.py::test_y[param] | prefix  # reason``), still reads: such a line
 lists one test as a whole, and a listed test that passes fails the run.
+
+``python -m conformance`` reads the list before pytest starts, to refuse a
+bad one early, so pytest finds this module imported: PYTEST_DONT_REWRITE
+(it has no assert to rewrite) keeps pytest from warning about it.
 """
 
 from __future__ import annotations
