@@ -73,7 +73,7 @@ from ._public import check_choice, check_int, check_optional_bool, named, named_
 from .batches import DISTINCT_REQUESTS, repeat_rows
 from .builder import FieldContext, union_arms
 from .registry import DEFAULT_REGISTRY, SemanticRegistry
-from .tensors import ndarrays, tensors
+from .tensors import ndarrays, tensors, visible_devices
 from .untyped import untyped_values
 from .values import SPECIAL_FLOATS, edge_floats, integers_between, texts
 
@@ -753,7 +753,12 @@ def _pooled_hidden_states(draw, size: int):
     row = tensors(dtypes=[dtype], shape=(hidden,), layouts=["contiguous"], requires_grad=False)
     distinct = min(size, DISTINCT_REQUESTS)
     if size > 1 and draw(_BOOLS):
-        rows = draw(lists_of(row, distinct, distinct))
+        # Stacked rows share one device (torch.stack refuses a mix, which only shows where CUDA exists); with
+        # one visible device nothing is drawn, so a CPU-only machine draws what it drew before.
+        visible = visible_devices()
+        device = draw(choice(visible)) if len(visible) > 1 else visible[0]
+        same_device = tensors(dtypes=[dtype], shape=(hidden,), layouts=["contiguous"], requires_grad=False, devices=[device])
+        rows = draw(lists_of(same_device, distinct, distinct))
         return [torch.stack(repeat_rows(rows, size))]  # SGLang's stacked form: one (N, hidden) tensor
     return repeat_rows(draw(lists_of(or_none(row), distinct, distinct)), size)
 
