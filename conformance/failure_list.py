@@ -35,7 +35,9 @@ What a line does:
   line is strict.
 * ``--update-failure-list`` creates the file if need be and rewrites it: lines
   that matched are kept as written, lines that matched nothing are removed,
-  and each new finding gets a line (grouped: one per kind and class, or per
+  and each new finding gets a line (every finding a test's examples show,
+  not only its first: while updating, a new finding is noted and the test
+  draws on, so the next run with the list passes) (grouped: one per kind and class, or per
   kind and reason for values that differ) whose reason says ``TODO``. It says
   what it wrote. A finding that changed (another exception class, another
   reason) no longer matches its old line, so the old reason is never kept
@@ -229,6 +231,8 @@ def _failure_message(report) -> str:
 
 
 _HITS = pytest.StashKey[Dict[int, int]]()
+#: Under --update-failure-list: findings no line names, met by a test's examples (each once).
+_FOUND = pytest.StashKey[List[Finding]]()
 _USER_KEY = "conformance-findings"
 
 
@@ -265,10 +269,12 @@ class FailureListPlugin:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item):
         handle = getattr(getattr(item, "obj", None), "hypothesis", None)
-        if handle is None or not self.list.findings:
+        if handle is None or not (self.list.findings or self.update):
             return (yield)
         inner = handle.inner_test
         hits = item.stash.setdefault(_HITS, {})
+        found = item.stash.setdefault(_FOUND, [])
+        update = self.update
         prop, case = test_case(item.nodeid)
         codec = item.funcargs.get("codec") if hasattr(item, "funcargs") else None
         decode_error = getattr(getattr(codec, "caps", None), "decode_error", None)
@@ -282,11 +288,18 @@ class FailureListPlugin:
             except HypothesisException:
                 raise
             except Exception as exc:
-                line = listed.match(prop, case, finding_of(exc, decode_error))
-                if line is None:
+                finding = finding_of(exc, decode_error)
+                line = listed.match(prop, case, finding)
+                if line is not None:
+                    hits[line.line] = hits.get(line.line, 0) + 1
+                    return None  # counted against its line; Hypothesis draws on
+                if not update:
                     raise
-                hits[line.line] = hits.get(line.line, 0) + 1
-                return None  # counted against its line; Hypothesis draws on
+                # Updating the list: note the new finding and draw on, so that every finding
+                # the test's examples show gets a line, not only the first (else the next run fails).
+                if finding not in found:
+                    found.append(finding)
+                return None
 
         handle.inner_test = call
         try:
@@ -303,6 +316,7 @@ class FailureListPlugin:
             return report
         prop, case = test_case(item.nodeid)
         hits = item.stash.get(_HITS, {})
+        found = list(item.stash.get(_FOUND, []))
         finding: Optional[Finding] = None
         if report.when == "call" and report.failed and call.excinfo is not None:
             codec = item.funcargs.get("codec") if hasattr(item, "funcargs") else None
@@ -312,13 +326,27 @@ class FailureListPlugin:
                 hits[line.line] = hits.get(line.line, 0) + 1
                 finding = None
                 report.outcome = "skipped"
-        if hits and report.when == "call" and not report.failed:
+            elif self.update:  # a test that is not a Hypothesis test: its one finding goes into the list too
+                found.append(finding)
+                finding = None
+                report.outcome = "skipped"
+        if found and report.when == "call" and not report.failed:
+            report.outcome = "skipped"
+            report.wasxfail = f"new finding{'s' if len(found) > 1 else ''}, added to {os.path.basename(self.path)}: " + "; ".join(map(str, found))
+        elif hits and report.when == "call" and not report.failed:
             report.outcome = "skipped"
             report.wasxfail = "known finding" + ("s" if len(hits) > 1 else "") + ": " + "; ".join(
                 f"{os.path.basename(self.path)}:{n} ({self._line(n).reason or 'no reason given'})" for n in sorted(hits)
             )
         report.user_properties.append(
-            (_USER_KEY, {"hits": dict(hits), "finding": None if finding is None else [finding.kind, finding.where, finding.detail]})
+            (
+                _USER_KEY,
+                {
+                    "hits": dict(hits),
+                    "finding": None if finding is None else [finding.kind, finding.where, finding.detail],
+                    "added": [[f.kind, f.where, f.detail] for f in found],
+                },
+            )
         )
         self._legacy(item, report)
         return report
@@ -369,6 +397,9 @@ class FailureListPlugin:
                 finding = Finding(*value["finding"])
                 target = self.new if report.failed else self.converted
                 target.setdefault(_group_key(finding), _NewFinding(finding)).tests.append(report.nodeid)
+            for parts in value.get("added", ()):
+                finding = Finding(*parts)
+                self.new.setdefault(_group_key(finding), _NewFinding(finding)).tests.append(report.nodeid)
         if getattr(report, "wasxfail", "").startswith("listed in"):
             self.legacy_listed.add(test_id)
         if report.failed:
@@ -398,7 +429,8 @@ class FailureListPlugin:
 
     def known_count(self) -> int:
         """Findings known to the list that this run met: lines matched, and older-form entries that failed as listed."""
-        return sum(1 for line in self.list.findings if self.line_tests.get(line.line)) + len(self.legacy_listed)
+        known = sum(1 for line in self.list.findings if self.line_tests.get(line.line)) + len(self.legacy_listed)
+        return known + (len(self.new) if self.update else 0)  # updating: what it adds is known from now on
 
     # --- the summary and the report ---------------------------------------------------
 
@@ -444,7 +476,11 @@ class FailureListPlugin:
         write(f"{len(data['known'])} known finding(s) of {name} met in this run")
         for k in data["known"]:
             write(f"  {name}:{k['line']}: {k['finding']}  ({k['tests']} tests, {k['examples']} examples; e.g. {k['e.g.']})")
-        if data["new"]:
+        if data["new"] and self.update:
+            write(f"{len(data['new'])} new finding(s), each added to {name} as a line marked TODO:", bold=True)
+            for n in data["new"]:
+                write(f"  {n['finding']}  ({n['tests']} tests; e.g. {n['e.g.']})")
+        elif data["new"]:
             write(f"{len(data['new'])} new finding(s), in no line of {name} (they fail the run):", red=True)
             for n in data["new"]:
                 write(f"  {n['finding']}  ({n['tests']} tests; e.g. {n['e.g.']})", red=True)

@@ -215,3 +215,13 @@ def test_only_lines_marked_sometimes_may_go_unmet_in_a_complete_run(tmp_path):
     assert [line.line for line in plugin.unmatched_lines()] == [2]
     assert plugin.list.findings[0].sometimes and plugin.list.findings[0].text.startswith("sometimes ")
     assert [f["line"] for f in plugin.summary()["sometimes_not_met"]] == [1]
+
+
+def test_update_lists_every_finding_a_test_shows_so_the_next_run_with_the_list_passes(tmp_path):
+    """ThreeBugs shows several findings in one test; a list that named only each test's first would fail the rerun."""
+    known = tmp_path / "known.txt"
+    selection = ["-k", "test_pickle_agreement.py and (TokenizedGenerateReqInput or ParseFunctionCallReq or GetHiCacheL3LayoutReqOutput)"]
+    first = run("conformance.tests.broken_codecs:ThreeBugs", "--failure-list", str(known), "--update-failure-list", *selection)
+    assert "new finding(s), each added to known.txt as a line marked TODO" in first.stdout, first.stdout[-3000:]
+    second = run("conformance.tests.broken_codecs:ThreeBugs", "--failure-list", str(known), *selection)
+    assert second.returncode == 0 and "conforms except for" in last_line(second), second.stdout[-3000:]
