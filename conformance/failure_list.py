@@ -72,7 +72,7 @@ __all__ = [
     "parse_failure_list",
     "short_id",
     "FAILURE_LIST_ENV",
-    "test_case",
+    "property_and_case",
     "render_lines",
 ]
 
@@ -109,6 +109,8 @@ class FindingLine:
     line: int
     text: str
     sometimes: bool = False
+    #: The line as written (reason and spacing included), which --update-failure-list keeps.
+    source: str = ""
 
     def matches(self, prop: str, case: str, finding: Finding) -> bool:
         return (
@@ -149,14 +151,11 @@ def short_id(nodeid: str) -> str:
     return os.path.basename(path) + sep + rest
 
 
-def test_case(nodeid: str) -> Tuple[str, str]:
+def property_and_case(nodeid: str) -> Tuple[str, str]:
     """``(property, case)`` of a node id: the function name and its parameter id (``-`` for none)."""
     name = nodeid.partition("::")[2]
     prop, _, rest = name.partition("[")
     return prop, (rest[:-1] if rest.endswith("]") else rest) or "-"
-
-
-test_case.__test__ = False  # type: ignore[attr-defined]  # a helper whose name pytest would collect
 
 
 def parse_failure_list(path: str) -> FailureList:
@@ -187,10 +186,10 @@ def parse_failure_list(path: str) -> FailureList:
     return parsed
 
 
-def _finding_line(path: str, number: int, line: str) -> FindingLine:
-    sometimes = line.split(None, 1)[0] == "sometimes"
-    if sometimes:
-        line = line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else ""
+def _finding_line(path: str, number: int, source: str) -> FindingLine:
+    parts = source.split(None, 1)
+    sometimes = parts[0] == "sometimes"
+    line = (parts[1] if len(parts) > 1 else "") if sometimes else source
     m = _FINDING.match(line)
     if not m:
         raise ValueError(f"{path}:{number}: expected 'PROPERTY CASE KIND WHERE [: DETAIL]  # reason' (see conformance/failure_list.py)")
@@ -218,6 +217,7 @@ def _finding_line(path: str, number: int, line: str) -> FindingLine:
             number,
             ("sometimes " if sometimes else "") + " ".join(text.split()),
             sometimes,
+            source,
         )
     except ValueError as exc:
         raise ValueError(f"{path}:{number}: {exc}") from None
@@ -228,6 +228,12 @@ def _failure_message(report) -> str:
     text = crash.message if crash is not None else str(report.longrepr)
     # Hypothesis and pytest prefix the exception type; the list matches what follows.
     return re.sub(r"^(?:[\w.]+(?:Error|Exception)|AssertionError|Failed):\s*", "", text.strip())
+
+
+def _decode_error(item) -> Any:
+    """The declared decode error of the codec a test uses (its ``codec`` fixture), or None."""
+    codec = getattr(item, "funcargs", {}).get("codec")
+    return getattr(getattr(codec, "caps", None), "decode_error", None)
 
 
 _HITS = pytest.StashKey[Dict[int, int]]()
@@ -275,9 +281,8 @@ class FailureListPlugin:
         hits = item.stash.setdefault(_HITS, {})
         found = item.stash.setdefault(_FOUND, [])
         update = self.update
-        prop, case = test_case(item.nodeid)
-        codec = item.funcargs.get("codec") if hasattr(item, "funcargs") else None
-        decode_error = getattr(getattr(codec, "caps", None), "decode_error", None)
+        prop, case = property_and_case(item.nodeid)
+        decode_error = _decode_error(item)
         listed = self.list
 
         def call(*args, **kwargs):
@@ -314,13 +319,12 @@ class FailureListPlugin:
             return report
         if report.when != "call" and not report.failed:
             return report
-        prop, case = test_case(item.nodeid)
+        prop, case = property_and_case(item.nodeid)
         hits = item.stash.get(_HITS, {})
         found = list(item.stash.get(_FOUND, []))
         finding: Optional[Finding] = None
         if report.when == "call" and report.failed and call.excinfo is not None:
-            codec = item.funcargs.get("codec") if hasattr(item, "funcargs") else None
-            finding = finding_of(call.excinfo.value, getattr(getattr(codec, "caps", None), "decode_error", None))
+            finding = finding_of(call.excinfo.value, _decode_error(item))
             line = self.list.match(prop, case, finding)
             if line is not None:  # a test that is not a Hypothesis test fails once, with a listed finding
                 hits[line.line] = hits.get(line.line, 0) + 1
@@ -384,7 +388,7 @@ class FailureListPlugin:
     def pytest_runtest_logreport(self, report):
         test_id = short_id(report.nodeid)
         self.seen[test_id] = report.nodeid
-        prop, case = test_case(report.nodeid)
+        prop, case = property_and_case(report.nodeid)
         if report.when == "call":
             self.ran.add((prop, case))
         for key, value in report.user_properties:
@@ -518,7 +522,7 @@ class FailureListPlugin:
             "# Known findings, maintained with `python -m conformance ... --failure-list THIS --update-failure-list`.",
             "# PROPERTY  CASE  KIND  WHERE  [: DETAIL]  # reason  (format: conformance/failure_list.py)",
         ]
-        lines += [_raw_line(self.path, line.line) for line in kept]
+        lines += [line.source for line in kept]
         lines += added
         os.makedirs(os.path.dirname(os.path.abspath(self.path)) or ".", exist_ok=True)
         with open(self.path, "w", encoding="utf-8") as fh:
@@ -532,14 +536,6 @@ class FailureListPlugin:
             + (f"; {converted} test-id line(s) of the older form replaced" if converted else "")
             + ("; a partial run: no line was removed" if self.partial else "")
         )
-
-
-def _raw_line(path: str, number: int) -> str:
-    with open(path, encoding="utf-8") as fh:
-        for i, raw in enumerate(fh, 1):
-            if i == number:
-                return raw.rstrip("\n")
-    raise LookupError(number)  # pragma: no cover - the line was parsed from this file
 
 
 def _group_key(finding: Finding) -> str:
@@ -563,7 +559,7 @@ def _literal(text: str) -> str:
 
 
 def _new_line(new: _NewFinding, legacy_reason: Dict[str, Optional[str]]) -> str:
-    cases = [test_case(t) for t in new.tests]
+    cases = [property_and_case(t) for t in new.tests]
     prop = _alternatives([p for p, _ in cases], _MAX_ALTERNATIVES["property"])
     case = _alternatives([c for _, c in cases], _MAX_ALTERNATIVES["case"])
     finding = new.finding
@@ -596,17 +592,9 @@ def _partial(session) -> bool:
 
 
 def _update_command(path: str) -> str:
-    from .plugin import CODEC_ENV, TESTEE_ENV
+    from .report import display_path, run_selector
 
-    if os.environ.get(TESTEE_ENV):
-        selector = f"--testee {shlex.quote(os.environ[TESTEE_ENV])}"
-    else:
-        selector = f"--codec {shlex.quote(os.environ.get(CODEC_ENV, 'NAME'))}"
-    engine = os.environ.get("IPC_CONFORMANCE_ENGINE")
-    if engine:
-        selector = f"--engine {shlex.quote(engine)} {selector}"
-    rel = os.path.relpath(path)
-    return f"python -m conformance {selector} --failure-list {shlex.quote(path if rel.startswith('..') else rel)} --update-failure-list -n 2"
+    return f"python -m conformance {run_selector()} --failure-list {shlex.quote(display_path(path))} --update-failure-list -n 2"
 
 
 def pytest_addoption(parser):

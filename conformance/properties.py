@@ -37,6 +37,7 @@ __all__ = [
     "frames_bytes",
     "PropertyFailure",
     "MAX_DIFFERENCES",
+    "held_or_reject",
 ]
 
 #: The engine whose messages the properties draw (``--engine``; SGLang by default).
@@ -105,6 +106,14 @@ def _held(as_held: Any, msg: Any) -> Any:
     except Exception as exc:
         hypothesis.event(f"not drawn: the engine's constructor refuses it ({type(exc).__qualname__})")
         return _REFUSED
+
+
+def held_or_reject(codec: Any, msg: Any) -> Any:
+    """Inside a property: ``msg`` as ``codec``'s engine classes hold it; a message they refuse is not a valid example."""
+    held = _held(codec.as_held, msg)
+    if held is _REFUSED:
+        hypothesis.reject()
+    return held
 
 
 def without_dtypes(

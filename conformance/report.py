@@ -39,6 +39,7 @@ import pytest
 
 from . import variant_coverage
 from .engines import DEFAULT_ENGINE, engine_spec_from_environment
+from .failure_list import short_id
 from .failures import NO_MESSAGE, CodecRaised, PropertyFailure, exception_signature, raised_at
 from .seeding import DEFAULT_SEED, run_seed
 from .shrinking import SHRINK_BUDGET, SHRINK_OUTCOME, failure_headline, failure_signature
@@ -93,7 +94,8 @@ def _examples() -> Optional[int]:
     return settings.default.max_examples
 
 
-def _reproduce_line(item) -> str:
+def run_selector() -> str:
+    """The options that select this run's engine and implementation, as a command line writes them."""
     from .plugin import CODEC_ENV, TESTEE_ENV
 
     if os.environ.get(TESTEE_ENV):
@@ -103,9 +105,18 @@ def _reproduce_line(item) -> str:
     engine = engine_spec_from_environment()
     if engine != DEFAULT_ENGINE:
         selector = f"--engine {shlex.quote(engine)} {selector}"
-    path = str(item.path)
+    return selector
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the current directory where it is below it, else as given."""
     rel = os.path.relpath(path)
-    target = (path if rel.startswith("..") else rel) + "::" + item.nodeid.partition("::")[2]
+    return path if rel.startswith("..") else rel
+
+
+def _reproduce_line(item) -> str:
+    selector = run_selector()
+    target = display_path(str(item.path)) + "::" + item.nodeid.partition("::")[2]
     profile = _profile()
     seed = run_seed(item.config)
     seed_option = f" --seed {seed}" if seed is not None and seed != DEFAULT_SEED else ""
@@ -311,7 +322,7 @@ class ConformanceReport:
                     shown = ", ".join(shapes[:4]) + (f" and {len(shapes) - 4} more" if len(shapes) > 4 else "")
                     lines.append(f"         {len(properties)} propert{'y' if len(properties) == 1 else 'ies'}, {len(shapes)} path(s): {shown[:200]}")
                 example = min(nodeids, key=lambda n: (_SHRINK_RANK.get((failed[n].get("shrink") or "").split(" (")[0], 3), n))
-                lines.append(f"         e.g. {_short(example)}" + (f" ({failed[example]['shrink'].split(' (')[0]})" if failed[example].get("shrink") else ""))
+                lines.append(f"         e.g. {short_id(example)}" + (f" ({failed[example]['shrink'].split(' (')[0]})" if failed[example].get("shrink") else ""))
             if len(ordered) > _SUMMARY_FAILURES:
                 lines.append(f"  ... and {len(ordered) - _SUMMARY_FAILURES} more kinds (see the blocks above and the JSON report)")
         skipped = Counter(r.get("reason", "") for r in self.results.values() if r["finished"] and r["outcome"] == "skipped")
@@ -323,7 +334,7 @@ class ConformanceReport:
             lines.append(f"not exercised on this machine: {note}")
         if counts["not_finished"] or self.interrupted:
             unfinished = sorted(n for n, r in self.results.items() if not r["finished"])
-            lines.append(f"interrupted: {counts['not_finished']} started test(s) did not finish and are not counted" + (f": {', '.join(map(_short, unfinished[:5]))}" if unfinished else ""))
+            lines.append(f"interrupted: {counts['not_finished']} started test(s) did not finish and are not counted" + (f": {', '.join(map(short_id, unfinished[:5]))}" if unfinished else ""))
             if self.collected:
                 lines.append(f"  {sum(1 for r in self.results.values() if r['finished'])} of {self.collected} collected tests finished")
         return lines
@@ -418,11 +429,6 @@ def _first_line(report) -> str:
 
 def _strip_skip(reason: str) -> str:
     return reason[len("Skipped: ") :] if reason.startswith("Skipped: ") else reason
-
-
-def _short(nodeid: str) -> str:
-    path, sep, rest = nodeid.partition("::")
-    return os.path.basename(path) + sep + rest
 
 
 def pytest_addoption(parser):

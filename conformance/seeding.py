@@ -25,6 +25,8 @@ from typing import Optional
 
 import pytest
 
+from .failure_list import short_id
+
 __all__ = ["DEFAULT_SEED", "SEED_ENV", "seed_for", "run_seed"]
 
 DEFAULT_SEED = 0
@@ -46,11 +48,6 @@ def run_seed(config: pytest.Config) -> Optional[int]:
     from hypothesis import settings
 
     return DEFAULT_SEED if settings.default.derandomize else None
-
-
-def _short_id(nodeid: str) -> str:
-    path, sep, rest = nodeid.partition("::")
-    return os.path.basename(path) + sep + rest
 
 
 def _parse_seed(text: str) -> int:
@@ -86,7 +83,7 @@ def pytest_runtest_call(item):
         return (yield)
     # Read by Hypothesis when the test starts; one process runs one test at a
     # time, so setting it on the (shared) function just before is enough.
-    obj._hypothesis_internal_use_seed = seed_for(_short_id(item.nodeid), seed)
+    obj._hypothesis_internal_use_seed = seed_for(short_id(item.nodeid), seed)
     try:
         return (yield)
     finally:

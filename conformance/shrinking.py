@@ -44,6 +44,7 @@ from typing import Any, Callable, Dict, Optional
 import pytest
 from hypothesis.errors import HypothesisException
 
+from .failure_list import short_id
 from .failures import PropertyFailure, exception_headline, exception_signature
 from .properties import NO_MESSAGE, drawn
 
@@ -274,7 +275,7 @@ class ShrinkBudgetPlugin:
         first = state.first
         seconds = ((state.shrink_ended or time.monotonic()) - state.shrink_started) if state.shrink_started else 0.0
         if state.stopped == "elsewhere":
-            status, detail = "not shrunk", f"first failing example; the same failure is shrunk in {_short(state.owner)}"
+            status, detail = "not shrunk", f"first failing example; the same failure is shrunk in {short_id(state.owner)}"
         elif state.stopped and not state.shrink_started:
             status, detail = "not shrunk", f"first failing example; {state.stopped}"
         elif state.stopped:
@@ -283,11 +284,6 @@ class ShrinkBudgetPlugin:
             status, detail = "shrunk", f"{state.shrink_calls} calls, {seconds:.1f} s"
         message = state.best.message if state.best is not None and state.best.message is not NO_MESSAGE else None
         return ShrinkOutcome(first.signature, first.exc, status, detail, state.shrink_calls, round(seconds, 3), state.owner, message)
-
-
-def _short(nodeid: str) -> str:
-    path, sep, rest = nodeid.partition("::")
-    return os.path.basename(path) + sep + rest
 
 
 def _parse_amount(text: str) -> float:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from hypothesis import event, given, reject
+from hypothesis import event, given
 from hypothesis import strategies as st
 from msgspec import inspect as mi
 
 from conformance.findings import Finding, mark_side
-from conformance.properties import ENGINE, MESSAGE_TAGS, MESSAGE_TYPES, PropertyFailure, check_equivalent, draw_message
+from conformance.properties import ENGINE, MESSAGE_TAGS, MESSAGE_TYPES, PropertyFailure, check_equivalent, draw_message, held_or_reject
 from conformance.schema_diff import diff_struct
 from reference_codec.paths import generic_body
 
@@ -90,15 +90,6 @@ def _decode_evolved(codec, frames, what: str, msg):
         ) from None
 
 
-def _held(codec, msg):
-    """``msg`` as the receiver's engine classes hold it; a message they refuse with its defaults filled in is not drawn."""
-    try:
-        return codec.as_held(msg)
-    except Exception as exc:
-        event(f"not drawn: the engine's constructor refuses the message with its defaults ({type(exc).__qualname__})")
-        reject()
-
-
 def _default(field: msgspec.inspect.Field):
     return field.default_factory() if field.default_factory is not msgspec.NODEFAULT else field.default
 
@@ -113,7 +104,7 @@ def test_message_from_an_older_schema_decodes_with_defaults(codec, tag, data):
     body, rest = _reference_frames(msg)
     old_body = msgspec.msgpack.encode(body[: len(body) - drop])
     # What the receiver's own classes hold once the missing fields take their defaults (an engine may normalise them).
-    expected = _held(codec, msgspec.structs.replace(msg, **{f.name: _default(f) for f in fields[len(fields) - drop :]}))
+    expected = held_or_reject(codec, msgspec.structs.replace(msg, **{f.name: _default(f) for f in fields[len(fields) - drop :]}))
     what = f"an old sender's message (last {drop} fields missing)"
     check_equivalent(expected, _decode_evolved(codec, [old_body, *rest], what, msg), codec=codec.name, what=f"{what} decodes wrongly", msg=msg)
 
@@ -218,7 +209,7 @@ def _evolved_nested(codec, tag, data, older: bool):
     if not changes:
         event("no nested positional struct in this message")
     new_body = msgspec.msgpack.encode([*body[:start], *(it for it, _ in fields)])
-    expected = _held(codec, msgspec.structs.replace(msg, **changes)) if changes else msg
+    expected = held_or_reject(codec, msgspec.structs.replace(msg, **changes)) if changes else msg
     return msg, [new_body, *rest], expected
 
 
