@@ -23,6 +23,7 @@ from . import variant_coverage
 from .engines import engine_from_environment
 from .equivalence import differences
 from .failures import NO_MESSAGE, PropertyFailure, summarise
+from .findings import mark_side
 
 __all__ = [
     "ENGINE",
@@ -38,6 +39,7 @@ __all__ = [
     "PropertyFailure",
     "MAX_DIFFERENCES",
     "held_or_reject",
+    "reference_frames",
 ]
 
 #: The engine whose messages the properties draw (``--engine``; SGLang by default).
@@ -206,6 +208,19 @@ def _non_native(dtype) -> bool:
     if dtype.subdtype is not None:
         return _non_native(dtype.subdtype[0])
     return not dtype.isnative
+
+
+def reference_frames(reference: Any, msg: Any) -> List[Any]:
+    """``reference.encode(msg)`` for the engine's wire reference; what it raises is a sender's failure.
+
+    For vLLM the wire reference is vLLM's own encoder, so its failures are
+    findings (``sender-raises``), marked as the codec's own ``encode`` marks them.
+    """
+    try:
+        return list(reference.encode(msg))
+    except Exception as exc:
+        mark_side(exc, "encode")
+        raise
 
 
 def check_equivalent(expected: Any, actual: Any, *, codec: str, what: str, msg: Any) -> None:

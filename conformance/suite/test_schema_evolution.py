@@ -23,8 +23,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from msgspec import inspect as mi
 
-from conformance.findings import Finding, mark_side
-from conformance.properties import ENGINE, MESSAGE_TAGS, MESSAGE_TYPES, PropertyFailure, check_equivalent, draw_message, held_or_reject
+from conformance.findings import Finding
+from conformance.properties import ENGINE, MESSAGE_TAGS, MESSAGE_TYPES, PropertyFailure, check_equivalent, draw_message, held_or_reject, reference_frames
 from conformance.schema_diff import diff_struct
 from reference_codec.paths import generic_body
 
@@ -68,11 +68,7 @@ def _reference_frames(msg):
     """
     if REFERENCE is None:
         pytest.skip(f"engine {ENGINE.name} has no wire reference to write another version's bytes with")
-    try:
-        frames = list(REFERENCE.encode(msg))
-    except Exception as exc:
-        mark_side(exc, "encode")  # the engine's wire reference (its own encoder, for vLLM) is a sender too
-        raise
+    frames = reference_frames(REFERENCE, msg)
     return generic_body(frames[0]), [bytes(f) for f in frames[1:]]
 
 
