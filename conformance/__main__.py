@@ -5,7 +5,7 @@ Usage::
     python -m conformance --codec reference                  # a built-in
     python -m conformance --codec mypkg.ipc:MsgpackCodec     # any Python object
     python -m conformance --testee "./my-gateway-testee"     # any program (PROTOCOL.md)
-    python -m conformance --codec sglang --failure-list conformance/failure_lists/sglang-0.5.23.txt
+    python -m conformance --codec sglang --failure-list conformance/engines/sglang/failure_lists/sglang-0.5.23.txt
     python -m conformance --engine vllm --codec vllm      # another engine's messages and codecs
 
 Options of its own, then any pytest arguments (``-n 2``, ``-k roundtrip``, ``-x``).
@@ -17,7 +17,8 @@ draws random examples (about ten times the time); ``nightly`` many more.
 Under ``ci`` the run is re-executed with ``PYTHONHASHSEED=0`` when no hash
 seed is set, so that two runs draw the same messages.
 
-Exit status 0 only when the implementation conforms; the last line printed is
+Exit status 0 only when the implementation conforms, findings its failure
+list names aside (the closing line counts them); the last line printed is
 ``CONFORMANCE SUITE PASSED|FAILED: ...``, also when the run is interrupted
 (Ctrl-C, or SIGTERM from a CI timeout).
 """
@@ -31,13 +32,28 @@ import signal
 import sys
 from typing import List, Optional
 
-from .engines import ENGINE_ENV, ENGINES
-from .plugin import BUILTIN_CODECS, CODEC_ENV, TESTEE_ENV, CodecSelectionError, codec_from_environment
+from .engines import DEFAULT_ENGINE, ENGINE_ENV, ENGINES, EngineSelectionError
+from .plugin import CODEC_ENV, TESTEE_ENV, CodecSelectionError, codec_from_environment
 
 __all__ = ["main", "console"]
 
 SUITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite")
 DEFAULT_PROFILE = "ci"
+
+
+def _builtin_codecs() -> str:
+    """``engine: name, name; ...`` for the help text, read from each built-in engine (none is set up)."""
+    import importlib
+
+    listed = []
+    for name, target in sorted(ENGINES.items()):
+        module_name, _, attr = target.partition(":")
+        try:
+            codecs = getattr(importlib.import_module(module_name), attr).codecs
+        except (ImportError, AttributeError, EngineSelectionError):
+            continue
+        listed.append(f"{name}: {', '.join(sorted(codecs))}")
+    return "; ".join(listed)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,10 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--engine",
-        help=f"whose IPC messages: {', '.join(sorted(ENGINES))} or MODULE:ATTR naming an Engine (default: ${ENGINE_ENV}, else sglang)",
+        help=f"whose IPC messages: {', '.join(sorted(ENGINES))} or MODULE:ATTR naming an Engine (default: ${ENGINE_ENV}, else {DEFAULT_ENGINE})",
     )
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--codec", help=f"built-in name of the engine (sglang: {', '.join(sorted(BUILTIN_CODECS))}; vllm: vllm, pickle) or MODULE:ATTR")
+    target.add_argument("--codec", help=f"a built-in codec of the engine ({_builtin_codecs()}) or MODULE:ATTR")
     target.add_argument("--testee", help="command of a program speaking conformance/PROTOCOL.md")
     parser.add_argument("--failure-list", help="strict known-failure list (see conformance/failure_list.py)")
     parser.add_argument("--update-failure-list", action="store_true", help="create or rewrite the failure list from this run (says what it wrote)")

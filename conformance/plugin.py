@@ -58,7 +58,7 @@ capabilities as attributes; absent ones take the defaults of
 
 Select it with ``python -m conformance --codec SPEC`` or the environment
 variable ``IPC_CONFORMANCE_CODEC=SPEC``. SPEC is a built-in name of the engine
-(``--engine``; SGLang's are ``BUILTIN_CODECS``) or ``MODULE:ATTR``, where ATTR is the object itself or a
+(``--engine``: each engine lists its own in ``Engine.codecs``) or ``MODULE:ATTR``, where ATTR is the object itself or a
 class or factory called with no arguments. ``--testee "CMD ARGS"`` (or
 ``IPC_CONFORMANCE_TESTEE``) selects a program speaking the testee protocol
 (``conformance/PROTOCOL.md``) instead.
@@ -74,14 +74,12 @@ from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
 import msgspec
 
-from .engines import DEFAULT_ENGINE, Engine, EngineSelectionError, engine_from_environment
-from .engines.sglang import CODECS as SGLANG_CODECS
+from .engines import Engine, EngineSelectionError, engine_from_environment
 from .findings import mark_side
 
 __all__ = [
     "Capabilities",
     "CodecUnderTest",
-    "BUILTIN_CODECS",
     "CODEC_ENV",
     "TESTEE_ENV",
     "load_codec",
@@ -156,10 +154,6 @@ class CodecUnderTest:
         return f"<codec {self.caps.name}: {self.impl!r}>"
 
 
-#: The default (SGLang) engine's built-in codecs, by name; see :mod:`conformance.engines`.
-BUILTIN_CODECS: Dict[str, Callable[[], Any]] = SGLANG_CODECS
-
-
 def _visible_devices() -> Tuple[str, ...]:
     import torch
 
@@ -208,7 +202,7 @@ def _map_location(impl: Any, name: Any) -> Optional[str]:
 
 
 def load_codec(spec: str, engine: Optional[Engine] = None) -> CodecUnderTest:
-    """Resolve a built-in name of ``engine`` (default: the environment's, else SGLang) or ``MODULE:ATTR`` to the implementation under test."""
+    """Resolve a built-in name of ``engine`` (default: the environment's) or ``MODULE:ATTR`` to the implementation under test."""
     if engine is None:
         engine = _default_engine()
     if not isinstance(spec, str) or not spec.strip():
@@ -256,7 +250,7 @@ def _checked(selected: CodecUnderTest, engine: Engine) -> CodecUnderTest:
 
 
 def _default_engine() -> Engine:
-    """The engine the environment names (``$IPC_CONFORMANCE_ENGINE``, default SGLang)."""
+    """The engine the environment names (``$IPC_CONFORMANCE_ENGINE``, else the default engine)."""
     try:
         return engine_from_environment()
     except EngineSelectionError as exc:
@@ -267,9 +261,9 @@ def load_testee(command: str, engine: Optional[Engine] = None) -> CodecUnderTest
     """A program speaking the testee protocol, started with ``command``."""
     from .testee.client import TesteeCodec
 
-    if engine is not None and engine.name != DEFAULT_ENGINE:
+    if engine is not None and not engine.testee_protocol:
         raise CodecSelectionError(
-            f"the testee protocol carries reference (SGLang) messages; engine {engine.name} takes a Python codec (--codec MODULE:ATTR)"
+            f"the testee protocol carries the reference schema's messages; engine {engine.name} takes a Python codec (--codec MODULE:ATTR)"
         )
     argv = shlex.split(command)
     if not argv:

@@ -40,7 +40,7 @@ def _identity(msg: Any) -> Any:
 
 
 def sglang_available() -> bool:
-    from conformance.codecs.sglang import sglang_available as available
+    from conformance.engines.sglang.codec import sglang_available as available
 
     return available()
 
@@ -66,7 +66,7 @@ def get_codec(name: str) -> BenchCodec:
     elif name == "pickle-oob":
         codec = PickleCodec(out_of_band=True)
     elif name == "sglang":
-        from conformance.codecs.sglang import SGLangCodec
+        from conformance.engines.sglang.codec import SGLangCodec
 
         adapter = SGLangCodec()
         io = adapter._io

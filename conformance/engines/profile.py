@@ -5,8 +5,11 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from dataclasses import dataclass
+import pkgutil
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+from .default import DEFAULT_ENGINE
 
 __all__ = [
     "Engine",
@@ -20,13 +23,21 @@ __all__ = [
 ]
 
 ENGINE_ENV = "IPC_CONFORMANCE_ENGINE"
-DEFAULT_ENGINE = "sglang"
+
+
+def _builtin_engines() -> Dict[str, str]:
+    # Every subpackage of conformance.engines is an engine: adding one edits no list here.
+    # Found by file, not by import, so naming the engines loads none of them.
+    here = os.path.dirname(os.path.abspath(__file__))
+    return {
+        info.name: f"{__package__}.{info.name}:ENGINE"
+        for info in sorted(pkgutil.iter_modules([here]), key=lambda info: info.name)
+        if info.ispkg
+    }
+
 
 #: Built-in engines: name -> ``MODULE:ATTR`` of its :class:`Engine` (imported only when selected).
-ENGINES: Mapping[str, str] = {
-    "sglang": "conformance.engines.sglang:ENGINE",
-    "vllm": "conformance.engines.vllm:ENGINE",
-}
+ENGINES: Mapping[str, str] = _builtin_engines()
 
 
 class EngineSelectionError(RuntimeError):
@@ -75,6 +86,19 @@ class Engine:
         ``(seed) -> [(label, message)]``: realistic, tensor-heavy messages
         beside the drawn ones; the fuzz loop seeds from them too, and the
         transport helpers' test sends the last one. Empty by default.
+    bench_codecs
+        Codecs of the engine the benchmarks measure beside the reference
+        codec, on the reference schema's corpus: name -> factory of an object
+        with ``prepare(msg)``, ``encode(obj)`` and ``decode(frames)``
+        (:class:`conformance.benchmarks.codecs.BenchCodec`). A factory raises
+        ``ImportError`` when the engine's package is not installed.
+    bench_target
+        The name in :attr:`bench_codecs` that the reference codec's speed
+        targets compare with, or ``None``.
+    testee_protocol
+        True when the testee protocol (``conformance/PROTOCOL.md``) can
+        carry this engine's messages: their neutral form is the reference
+        schema's. Other engines take a Python codec (``--codec MODULE:ATTR``).
     setup
         Run once when the engine is loaded: imports, environment the engine
         reads at import, equivalence rules (``register_rule``).
@@ -90,6 +114,9 @@ class Engine:
     wire_reference: Optional[Callable[[bool], Any]] = None
     vectors_dir: Optional[str] = None
     samples: Callable[[int], Sequence[Tuple[str, Any]]] = _no_samples
+    testee_protocol: bool = False
+    bench_codecs: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
+    bench_target: Optional[str] = None
     setup: Callable[[], None] = _nothing
 
     @functools.cached_property

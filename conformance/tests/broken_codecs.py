@@ -491,7 +491,7 @@ class SGLangLosesLastInputToken:
     name = "broken:SGLangLosesLastInputToken"
 
     def __init__(self) -> None:
-        from conformance.codecs.sglang import SGLangCodec
+        from conformance.engines.sglang.codec import SGLangCodec
 
         self._inner = SGLangCodec()
         self.wire_compatible = self._inner.wire_compatible

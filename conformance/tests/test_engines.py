@@ -20,12 +20,12 @@ HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
 def test_the_default_engine_is_sglang_with_the_reference_schema_and_todays_codecs():
-    from conformance.plugin import BUILTIN_CODECS
+    from conformance.engines.sglang import CODECS
     from reference_codec.schema import MESSAGE_TYPES
 
     engine = load_engine()
     assert engine.name == "sglang" and dict(engine.types) == dict(MESSAGE_TYPES)
-    assert engine.codecs is BUILTIN_CODECS and not engine.typed_frames
+    assert engine.codecs is CODECS and not engine.typed_frames and engine.testee_protocol
 
 
 def test_an_unknown_engine_is_refused_naming_the_choices():
@@ -116,7 +116,7 @@ def test_vllm_messages_are_drawn_valid_for_every_type_and_round_trip_through_vll
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from conformance.codecs.vllm import VllmCodec
+    from conformance.engines.vllm.codec import VllmCodec
 
     engine = load_engine("vllm")
     assert {"EngineCoreRequest", "EngineCoreOutputs", "UtilityOutput"} <= set(engine.types)
@@ -141,7 +141,7 @@ def test_vllm_validated_classes_are_drawn_within_their_ranges_so_almost_no_draw_
     """SamplingParams and the other classes whose __post_init__ validates: 50 draws each, at most 5 refused."""
     from hypothesis import given, settings
 
-    from conformance.engines import vllm as profile
+    from conformance.engines.vllm import strategies as profile
 
     load_engine("vllm")
     refused = {}

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conformance.codecs.sglang import sglang_available
+from conformance.engines.sglang.codec import sglang_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SGLANG_LIST = os.path.join(ROOT, "conformance", "failure_lists", "sglang-0.5.23.txt")

@@ -10,7 +10,7 @@ or an attacker) sends; everything else is a declaration the suite reads once
 and prints in the run's header. This one delegates to the reference codec,
 so it passes; replace the two methods' bodies with your engine's codec (an
 adapter converting reference messages to your engine's classes and back, as
-``conformance/codecs/sglang.py`` does for SGLang).
+``conformance/engines/sglang/codec.py`` does for SGLang).
 """
 
 from __future__ import annotations

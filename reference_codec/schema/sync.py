@@ -21,7 +21,7 @@ Moving the reference to the next release is then: install it, run this, add
 what it lists to :mod:`reference_codec.schema` (tail fields only), set
 ``SCHEMA_VERSION``, regenerate the vectors (``python -m conformance.vectors
 generate``), update the failure list (``python -m conformance --codec sglang
---failure-list conformance/failure_lists/sglang-<version>.txt
+--failure-list conformance/engines/sglang/failure_lists/sglang-<version>.txt
 --update-failure-list``) and the pins in ``tox.ini`` and ``constraints/``.
 """
 

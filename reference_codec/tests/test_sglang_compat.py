@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance.codecs.sglang import SGLangCodec, sglang_available
+from conformance.engines.sglang.codec import SGLangCodec, sglang_available
 from conformance.equivalence import assert_equivalent
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s

@@ -2,7 +2,7 @@
 
 Frames carry their type (the reference wire's tag). The built-in codecs are
 the reference codec (wire v1 and v2), the pickle baseline (in-band and
-out-of-band) and SGLang's own codec through :mod:`conformance.codecs.sglang`.
+out-of-band) and SGLang's own codec through :mod:`conformance.engines.sglang.codec`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Mapping
 
 from conformance.vectors.format import VECTORS_DIR
 
-from .profile import Engine
+from conformance.engines.profile import Engine
 
 __all__ = ["ENGINE", "CODECS"]
 
@@ -43,7 +43,7 @@ def _pickle_oob():
 
 
 def _sglang():
-    from conformance.codecs.sglang import SGLangCodec
+    from conformance.engines.sglang.codec import SGLangCodec
 
     return SGLangCodec()
 
@@ -93,4 +93,5 @@ ENGINE = Engine(
     wire_reference=_wire_reference,
     vectors_dir=VECTORS_DIR,
     samples=_samples,
+    testee_protocol=True,
 )

@@ -1,0 +1,92 @@
+"""vLLM 0.34.0: the engine-core messages of ``vllm.v1.engine``, one type per socket, through vLLM's own codec.
+
+* **Messages**: every ``msgspec.Struct`` defined in ``vllm.v1.engine``
+  (``EngineCoreRequest``, ``EngineCoreOutputs``, ``EngineCoreOutput``,
+  ``UtilityOutput``, ``EngineCoreEvent``, ``ReconfigureDistributedRequest``),
+  discovered at load, so a vLLM release that adds one is tested without an
+  edit here.
+* **Frames**: untagged; the socket's declared type is the decoder's
+  (``MsgpackDecoder(EngineCoreOutputs)``), so codecs under test offer
+  ``decode(frames, type)``.
+* **Strategies**: the generic builder over vLLM's own classes, with vLLM's
+  meaning where the types cannot say it: classes whose ``__post_init__``
+  validates (``SamplingParams``, ``PoolingParams``, ``LoRARequest``,
+  ``StructuredOutputsParams``, ...) are drawn within vLLM's documented ranges
+  (``_valid_fields``), so almost every draw is a valid instance; the
+  custom classes deep inside (``MultiModalKwargsItem``, ``UtilityResult``)
+  get strategies by type. Untyped fields (``dict[str, Any]``) hold JSON-like
+  values within int64, which is what vLLM documents for them; no SGLang
+  meaning or enum leaks in (an empty semantic registry).
+* **Codecs**: ``vllm`` (:class:`conformance.engines.vllm.codec.VllmCodec`, also the
+  wire reference) and ``pickle`` (what vLLM's sockets carried before msgpack).
+* **No golden vectors yet**: the vectors' neutral form is the reference
+  schema's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, Callable, Dict, Mapping
+
+from conformance.engines.profile import Engine
+
+from .strategies import message_strategy
+
+__all__ = ["ENGINE", "CODECS"]
+
+MESSAGES_MODULE = "vllm.v1.engine"
+
+
+def _vllm():
+    from conformance.engines.vllm.codec import VllmCodec
+
+    return VllmCodec()
+
+
+def _pickle():
+    from reference_codec import PickleCodec
+
+    return PickleCodec()
+
+
+#: Built-in codecs of this engine, by ``--codec`` name.
+CODECS: Dict[str, Callable[[], Any]] = {"vllm": _vllm, "pickle": _pickle}
+
+
+def _wire_reference(out_of_band: bool):
+    from conformance.engines.vllm.codec import VllmCodec
+
+    # Without out-of-band frames every buffer is inline, so one frame is the whole message.
+    return VllmCodec() if out_of_band else VllmCodec(size_threshold=2**62)
+
+
+def _setup() -> None:
+    # vLLM logs a warning per SamplingParams with a tiny temperature; the run's output is the verdict.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    importlib.import_module(MESSAGES_MODULE)
+
+
+def _message_types() -> Mapping[str, type]:
+    import msgspec
+
+    module = importlib.import_module(MESSAGES_MODULE)
+    return {
+        name: obj
+        for name, obj in sorted(vars(module).items())
+        if isinstance(obj, type) and issubclass(obj, msgspec.Struct) and obj.__module__ == MESSAGES_MODULE
+    }
+
+
+ENGINE = Engine(
+    name="vllm",
+    description="vLLM 0.34.0's engine-core messages (vllm.v1.engine), one type per socket",
+    message_types=_message_types,
+    message_strategy=message_strategy,
+    codecs=CODECS,
+    pickle_baseline=_pickle,
+    typed_frames=True,
+    wire_reference=_wire_reference,
+    vectors_dir=None,
+    setup=_setup,
+)
