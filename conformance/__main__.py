@@ -69,12 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--codec", help=f"a built-in codec of the engine ({_builtin_codecs()}) or MODULE:ATTR")
     target.add_argument("--testee", help="command of a program speaking conformance/PROTOCOL.md")
-    parser.add_argument("--failure-list", help="strict known-failure list (see conformance/failure_list.py)")
+    parser.add_argument("--failure-list", help="strict known-failure list (see conformance/runner/failure_list.py)")
     parser.add_argument("--update-failure-list", action="store_true", help="create or rewrite the failure list from this run (says what it wrote)")
     parser.add_argument(
         "--seed",
         type=int,
-        help="seed every property from its test id and this number (default 0 under the ci profile; see conformance/seeding.py)",
+        help="seed every property from its test id and this number (default 0 under the ci profile; see conformance/runner/seeding.py)",
     )
     parser.add_argument("--report", help="write a JSON report to this path")
     parser.add_argument(
@@ -125,8 +125,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
     import pytest
 
-    options = ["-p", "conformance.seeding", "-p", "conformance.variant_coverage", "-p", "conformance.shrinking", "-p", "conformance.report"]
-    options += ["-p", "conformance.failure_list"]
+    options = ["-p", "conformance.runner.seeding", "-p", "conformance.runner.variant_coverage", "-p", "conformance.runner.shrinking", "-p", "conformance.runner.report"]
+    options += ["-p", "conformance.runner.failure_list"]
     if args.seed is not None:
         if args.seed < 0:
             print(f"conformance: --seed must be a non-negative integer, got {args.seed}", file=sys.stderr)

@@ -11,7 +11,7 @@ message, the message itself and free-form detail lines. From them come
   match on it;
 * its **signature**, the headline without the codec and with numbers folded
   (``length differs: N instead of N``): two failures with one signature are
-  one bug, and only one of them is shrunk (see :mod:`conformance.shrinking`);
+  one bug, and only one of them is shrunk (see :mod:`conformance.runner.shrinking`);
 * its **text** (``str(failure)``): the headline, the distinct differences with
   both values (bounded), a bounded summary of the message and the details.
 

@@ -5,7 +5,7 @@ same bug shows up in another example: its **kind** (a small fixed vocabulary,
 :data:`KINDS`), **where** it shows (a path shape for a value that differs, an
 exception class for something raised) and a **detail** with numbers folded
 (the difference's reason, or the exception's first line). Known-failure lists
-(:mod:`conformance.failure_list`) match findings, never test ids or the
+(:mod:`conformance.runner.failure_list`) match findings, never test ids or the
 wording of one example.
 
 Kinds

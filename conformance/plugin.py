@@ -70,7 +70,7 @@ import importlib
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
+from typing import Any, Dict, Optional, Tuple, Type, Union
 
 import msgspec
 
@@ -261,7 +261,7 @@ def load_testee(command: str, engine: Optional[Engine] = None) -> CodecUnderTest
     """A program speaking the testee protocol, started with ``command``."""
     from .testee.client import TesteeCodec
 
-    if engine is not None and not engine.testee_protocol:
+    if engine is not None and not engine.reference_schema:
         raise CodecSelectionError(
             f"the testee protocol carries the reference schema's messages; engine {engine.name} takes a Python codec (--codec MODULE:ATTR)"
         )

@@ -3,15 +3,14 @@
 Every property failure is a :class:`~conformance.failures.PropertyFailure`
 that names the codec, what the property found, every distinct differing path
 with both values, and a bounded summary of the message. Properties draw their
-message with :func:`draw_message`, so that a failure raised from inside the
-codec (a ``TypeError`` on encode) can still be shown with the message that
-caused it (:data:`drawn`).
+message with :func:`draw_message`, which hands it to the runner's observers
+(:mod:`conformance.draws`): a failure raised from inside the codec (a
+``TypeError`` on encode) is still shown with the message that caused it.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 import warnings
 from typing import Any, Iterable, List, Optional
 
@@ -19,10 +18,10 @@ import hypothesis
 import hypothesis.strategies as st
 import pytest
 
-from . import variant_coverage
+from . import draws
 from .engines import engine_from_environment
 from .equivalence import differences
-from .failures import NO_MESSAGE, PropertyFailure, summarise
+from .failures import PropertyFailure, summarise
 from .findings import mark_side
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "each_message_type",
     "message_strategy",
     "draw_message",
-    "drawn",
     "summarise",
     "check_equivalent",
     "frames_bytes",
@@ -54,25 +52,10 @@ each_message_type = pytest.mark.parametrize("tag", MESSAGE_TAGS)
 MAX_DIFFERENCES = 64
 
 
-class _Drawn(threading.local):
-    """The message the running property drew last (``NO_MESSAGE`` before its first draw)."""
-
-    def __init__(self) -> None:
-        self.message: Any = NO_MESSAGE
-
-    def reset(self) -> None:
-        self.message = NO_MESSAGE
-
-
-#: What the current property call drew; reset before every call by :mod:`conformance.shrinking`.
-drawn = _Drawn()
-
-
 def draw_message(data: Any, tag: str, codec: Any = None, label: str = "message") -> Any:
-    """Draw a message of type ``tag`` from ``data`` (``st.data()``) and remember it in :data:`drawn`."""
+    """Draw a message of type ``tag`` from ``data`` (``st.data()``) and tell the runner's observers (:func:`conformance.draws.notify`)."""
     msg = data.draw(message_strategy(tag, codec), label=label)
-    drawn.message = msg
-    variant_coverage.record(msg)
+    draws.notify(msg)
     return msg
 
 

@@ -200,6 +200,7 @@ __all__ = [
     "EXT_NDARRAY",
     "EXT_SGLANG_SHM_POINTER",
     "EXT_SGLANG_CUDA_IPC",
+    "PROCESS_LOCAL_EXTS",
     "OUT_OF_BAND_OFFSET",
     "EXT_OOB_ARRAY",
     "EXT_OOB_TORCH_TENSOR",
@@ -220,6 +221,8 @@ EXT_TORCH_TENSOR: Final = 2
 EXT_NDARRAY: Final = 3
 EXT_SGLANG_SHM_POINTER: Final = 4
 EXT_SGLANG_CUDA_IPC: Final = 5
+#: Ext codes whose payload names memory of the sending process (a shared-memory handle, a CUDA IPC proxy), in that order.
+PROCESS_LOCAL_EXTS: Final = (EXT_SGLANG_SHM_POINTER, EXT_SGLANG_CUDA_IPC)
 
 OUT_OF_BAND_OFFSET: Final = 32
 EXT_OOB_ARRAY: Final = OUT_OF_BAND_OFFSET + EXT_ARRAY

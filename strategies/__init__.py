@@ -29,10 +29,14 @@ Public surface, grouped by concern::
     load_profile, profile_from_environment, register_profiles, large_batch_limit,
     target_size, measure
 
-Importing this package registers the ``ci``/``dev``/``nightly`` profiles and
-loads the one the environment selects (see :mod:`strategies.profiles`), fills
-the default semantic registry, and registers ``st.from_type`` strategies for
-the schema. The coverage report is ``python -m strategies.coverage``.
+Importing this package changes nothing outside it, as importing Hypothesis
+loads no profile. A runner calls :func:`load_profile` (it registers the
+``ci``/``dev``/``nightly`` profiles and loads the one the environment selects,
+see :mod:`strategies.profiles`) and, to make ``st.from_type`` draw the
+reference schema's messages, :func:`register_type_strategies`. This
+repository's tests get both from the pytest plugin
+:mod:`strategies.pytest_plugin` (``addopts`` in ``pyproject.toml``). The
+coverage report is ``python -m strategies.coverage``.
 """
 
 from .batches import DISTINCT_REQUESTS, batch_sizes, per_request, request_ids
@@ -152,7 +156,3 @@ __all__ = [
     "measure",
     "MessageSize",
 ]
-
-register_profiles()
-load_profile()
-register_type_strategies()

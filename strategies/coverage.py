@@ -268,7 +268,10 @@ def collect(classes: Sequence[type], examples: int, pickle_wrappers: bool = Fals
 def _collect_job(args) -> Tuple[Set[Observation], Dict[str, int]]:
     import torch
 
-    import strategies  # noqa: F401 - loads the profile and the semantic registry in a fresh process
+    import strategies
+
+    strategies.load_profile()  # a fresh process: load what the parent's environment selects
+    strategies.register_type_strategies()
 
     # Tensors here are tiny: torch's intra-op threads only compete with the
     # other worker processes for the same cores.
@@ -391,8 +394,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
     args = parser.parse_args(argv)
 
-    import strategies  # noqa: F401 - profiles, registry, from_type registrations
+    import strategies
     from reference_codec.schema import MESSAGE_TYPES
+
+    strategies.load_profile()
+    strategies.register_type_strategies()
 
     if args.examples < 1:
         parser.error(f"--examples must be >= 1, got {args.examples}")

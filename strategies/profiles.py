@@ -1,6 +1,7 @@
 """Hypothesis profiles for this suite: ``ci``, ``dev`` (the default) and ``nightly``.
 
-Importing :mod:`strategies` registers the three and loads one:
+A runner calls :func:`load_profile`, which registers the three and loads one
+(importing :mod:`strategies` loads none):
 
 * ``$HYPOTHESIS_PROFILE`` when it is set (any registered profile name);
 * otherwise ``ci`` when ``$CI`` is ``true`` (as CI services set it);
@@ -123,6 +124,7 @@ def load_profile(environ: Optional[Mapping[str, str]] = None) -> str:
     Raises ``InvalidArgument`` naming ``HYPOTHESIS_PROFILE`` when it names a
     profile nobody registered.
     """
+    register_profiles()
     name = profile_from_environment(environ)
     try:
         settings.get_profile(name)

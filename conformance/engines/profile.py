@@ -95,10 +95,12 @@ class Engine:
     bench_target
         The name in :attr:`bench_codecs` that the reference codec's speed
         targets compare with, or ``None``.
-    testee_protocol
-        True when the testee protocol (``conformance/PROTOCOL.md``) can
-        carry this engine's messages: their neutral form is the reference
-        schema's. Other engines take a Python codec (``--codec MODULE:ATTR``).
+    reference_schema
+        True when the engine's messages are the reference schema's
+        (``reference_codec.schema``): the testee protocol
+        (``conformance/PROTOCOL.md``), the golden vectors and the fuzz
+        findings carry their neutral form. Other engines take a Python codec
+        (``--codec MODULE:ATTR``).
     setup
         Run once when the engine is loaded: imports, environment the engine
         reads at import, equivalence rules (``register_rule``).
@@ -114,7 +116,7 @@ class Engine:
     wire_reference: Optional[Callable[[bool], Any]] = None
     vectors_dir: Optional[str] = None
     samples: Callable[[int], Sequence[Tuple[str, Any]]] = _no_samples
-    testee_protocol: bool = False
+    reference_schema: bool = False
     bench_codecs: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     bench_target: Optional[str] = None
     setup: Callable[[], None] = _nothing

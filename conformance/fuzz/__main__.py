@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from conformance.engines import DEFAULT_ENGINE, ENGINE_ENV, engine_spec_from_environment
+from conformance.engines import DEFAULT_ENGINE, ENGINE_ENV, ENGINES, engine_spec_from_environment, load_engine
 
 from .loop import RunConfig, Target, reproduce, run
 
@@ -30,7 +30,7 @@ from .loop import RunConfig, Target, reproduce, run
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m conformance.fuzz", description=__doc__.split("\n\n")[0])
     target = p.add_mutually_exclusive_group(required=True)
-    p.add_argument("--engine", help="whose messages seed the run: sglang (default), vllm or MODULE:ATTR (as for python -m conformance)")
+    p.add_argument("--engine", help=f"whose messages seed the run: {', '.join(sorted(ENGINES))} or MODULE:ATTR (default {DEFAULT_ENGINE}; as for python -m conformance)")
     target.add_argument("--codec", help="built-in name or MODULE:ATTR (as for python -m conformance)")
     target.add_argument("--testee", help="command of a program speaking conformance/PROTOCOL.md")
     p.add_argument("--frames", type=int, default=100_000, help="inputs to try (default 100000)")
@@ -52,8 +52,9 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.engine:
         os.environ[ENGINE_ENV] = args.engine  # read here and by the worker processes
-    if args.save_findings and engine_spec_from_environment() != DEFAULT_ENGINE:
-        print("conformance.fuzz: --save-findings writes reference-wire (SGLang) vectors; run without it for another engine", file=sys.stderr)
+    if args.save_findings and not load_engine(engine_spec_from_environment()).reference_schema:
+        print("conformance.fuzz: --save-findings writes reference-wire vectors, and this engine's messages are not the reference "
+              "schema's; run without it", file=sys.stderr)
         return 2
     target = Target(codec=args.codec, testee=args.testee)
     codec = target.load()

@@ -101,6 +101,7 @@ def hostile_values(probe: PickleProbe) -> List[bytes]:
 
 def _build_hostile_values(probe: PickleProbe) -> List[bytes]:
     pickles = probe.payloads()
+    shared_memory_ext, cuda_ipc_ext = wire.PROCESS_LOCAL_EXTS
     values = [
         _deep_arrays(70), _deep_arrays(5_000), _deep_arrays(200_000),
         _deep_maps(70), _deep_maps(20_000),
@@ -121,8 +122,8 @@ def _build_hostile_values(probe: PickleProbe) -> List[bytes]:
         _ext32(wire.EXT_ENUM, _enc(["os.system", "id"])),
         _ext32(wire.EXT_TORCH_SIZE, _enc([-1])),
         _ext32(wire.EXT_TORCH_SIZE, _enc(list(range(100)))),
-        _ext32(wire.EXT_SGLANG_SHM_POINTER, _enc({"name": "/dev/shm/x", "size": 2**40})),
-        _ext32(wire.EXT_SGLANG_CUDA_IPC, b"\x00" * 8),
+        _ext32(shared_memory_ext, _enc({"name": "/dev/shm/x", "size": 2**40})),
+        _ext32(cuda_ipc_ext, b"\x00" * 8),
         b"\xc0", b"\xc3", b"\x00", b"\xa0", b"\x90", b"\x80",
     ]
     for payload in pickles:

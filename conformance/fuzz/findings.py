@@ -22,6 +22,7 @@ from typing import List, Optional
 
 from conformance.vectors.format import DESCRIPTION_LENGTH
 from reference_codec import DecodeError, ReferenceCodec
+from reference_codec.schema import MESSAGE_TYPES
 
 from .harness import Harness
 from .minimise import minimise
@@ -69,7 +70,7 @@ def shrink_and_save(codec, finding, *, directory: str = FINDINGS_DIR, max_tests:
     if not finding.frames or finding.kind in ("slow", "hang", "crash"):
         return None  # timing and process deaths are not reproduced in-process; the loop reports them
     frames = [bytes.fromhex(f) for f in finding.frames]
-    harness = Harness(codec, PickleProbe())
+    harness = Harness(codec, PickleProbe(), message_types=MESSAGE_TYPES.values())  # findings are saved as reference-wire vectors
     target = harness.run(frames)
     if target.signature != finding.signature:
         return None

@@ -73,12 +73,8 @@ class Harness:
         *,
         time_bound: float = 2.0,
         memory_bound: int = 256 << 20,
-        message_types: Optional[Iterable[type]] = None,
+        message_types: Iterable[type],
     ):
-        if message_types is None:
-            from reference_codec.schema import MESSAGE_TYPES
-
-            message_types = MESSAGE_TYPES.values()
         self.message_classes = tuple(message_types)
         self.codec = codec
         self.probe = probe

@@ -9,7 +9,7 @@ each Hypothesis profile gets a suite variant (``ci-suite``, ``dev-suite``,
   alone would take CI past its time bound.
 * every profile: a test stops generating at its first failing example
   (``report_multiple_bugs=False``) and has no ``explain`` phase; shrinking is
-  budgeted by :mod:`conformance.shrinking`. Together these bound the time to
+  budgeted by :mod:`conformance.runner.shrinking`. Together these bound the time to
   a complete verdict on an implementation that fails many tests.
 """
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import shrinking
 from conformance.plugin import CodecSelectionError, codec_from_environment
 from conformance.properties import ENGINE
+from conformance.runner import shrinking
 
-pytest_plugins = ("conformance.variant_coverage", "conformance.shrinking", "conformance.report", "conformance.failure_list", "conformance.seeding")
+pytest_plugins = ("conformance.runner.variant_coverage", "conformance.runner.shrinking", "conformance.runner.report", "conformance.runner.failure_list", "conformance.runner.seeding")
 
 #: Examples per (property, message type) under the ``ci`` profile.
 SUITE_CI_EXAMPLES = 8
@@ -37,8 +37,10 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore:ComplexHalf support is experimental:UserWarning")
     from hypothesis import Phase, settings
 
-    import strategies  # loads the Hypothesis profile the environment selects
+    import strategies
 
+    if not (strategies.profiles.current_profile() or "").endswith("-suite"):
+        strategies.load_profile()
     base = strategies.profiles.current_profile() or "dev"
     if base.endswith("-suite"):  # loaded already (a second configure in one process)
         base = base[: -len("-suite")]

@@ -25,7 +25,7 @@ def test_the_default_engine_is_sglang_with_the_reference_schema_and_todays_codec
 
     engine = load_engine()
     assert engine.name == "sglang" and dict(engine.types) == dict(MESSAGE_TYPES)
-    assert engine.codecs is CODECS and not engine.typed_frames and engine.testee_protocol
+    assert engine.codecs is CODECS and not engine.typed_frames and engine.reference_schema
 
 
 def test_an_unknown_engine_is_refused_naming_the_choices():

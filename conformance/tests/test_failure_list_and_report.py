@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from conformance.failure_list import parse_failure_list, short_id
-from conformance.report import closing_line
+from conformance.runner.failure_list import parse_failure_list
+from conformance.runner.report import closing_line
+from conformance.runner.selection import short_id
 
 FAILING = "test_golden_vectors.py::test_golden_vector[y_abort_req.json]"  # BoolAsInt breaks abort_all
 PASSING = "test_golden_vectors.py::test_golden_vector[y_flush_cache_req_input.json]"

@@ -8,6 +8,7 @@ from conformance.fuzz.harness import Harness
 from conformance.fuzz.loop import RunConfig, Target, reproduce, run
 from conformance.fuzz.pickle_probe import PickleProbe
 from conformance.plugin import load_codec
+from reference_codec.schema import MESSAGE_TYPES
 
 BROKEN = "conformance.tests.broken_codecs:"
 # Small runs: one worker, short watchdog, few seeds. Enough inputs that a lie_count
@@ -80,8 +81,8 @@ def test_the_harness_counts_a_non_message_result_as_a_finding():
 
     impl = ReturnsInts()
     codec = CodecUnderTest(impl, _capabilities(impl, "returns-ints"))
-    assert Harness(codec, PickleProbe()).run([b"\x00"]).kind == "not-a-message"
-    assert Harness(load_codec("reference"), PickleProbe()).run([b"\x00"]).kind == "rejected"
+    assert Harness(codec, PickleProbe(), message_types=MESSAGE_TYPES.values()).run([b"\x00"]).kind == "not-a-message"
+    assert Harness(load_codec("reference"), PickleProbe(), message_types=MESSAGE_TYPES.values()).run([b"\x00"]).kind == "rejected"
 
 
 def test_the_harness_counts_a_message_its_own_encoder_refuses_as_a_finding():
@@ -100,9 +101,9 @@ def test_the_harness_counts_a_message_its_own_encoder_refuses_as_a_finding():
 
     frame = bytes.fromhex("94b9476574496e7465726e616c53746174655265714f7574707574c0c081a576616c756581920102c0")
     impl = KeepsTupleKeys()
-    outcome = Harness(CodecUnderTest(impl, _capabilities(impl, "keeps-tuple-keys")), PickleProbe()).run([frame])
+    outcome = Harness(CodecUnderTest(impl, _capabilities(impl, "keeps-tuple-keys")), PickleProbe(), message_types=MESSAGE_TYPES.values()).run([frame])
     assert outcome.kind == "not-re-encodable" and "dict key of type tuple" in outcome.error, outcome
-    rejected = Harness(load_codec("reference"), PickleProbe()).run([frame])
+    rejected = Harness(load_codec("reference"), PickleProbe(), message_types=MESSAGE_TYPES.values()).run([frame])
     assert rejected.kind == "rejected" and "map key of type tuple" in rejected.error, rejected
 
 
@@ -119,7 +120,7 @@ def test_a_saved_finding_is_shrunk_reproducible_and_fits_a_vector_description(tm
     assert load_findings(str(tmp_path)) == [saved]
     shrunk = [bytes.fromhex(f) for f in saved.frames]
     assert sum(map(len, shrunk)) <= sum(len(bytes.fromhex(f)) for f in finding.frames)
-    assert Harness(codec, PickleProbe()).run(shrunk).signature == finding.signature
+    assert Harness(codec, PickleProbe(), message_types=MESSAGE_TYPES.values()).run(shrunk).signature == finding.signature
     # the description becomes a golden vector's: one ASCII line within the vector format's limit
     assert len(saved.description) <= DESCRIPTION_LENGTH[1] and saved.description.isascii() and "\n" not in saved.description
 

@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from conformance.failure_list import FailureListPlugin, parse_failure_list, render_lines
 from conformance.findings import Finding, Pattern, finding_of, mark_side
-from conformance.seeding import seed_for
+from conformance.runner.failure_list import FailureListPlugin, parse_failure_list, render_lines
+from conformance.runner.seeding import seed_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SGLANG_LIST = os.path.join(ROOT, "conformance", "failure_lists", "sglang-0.5.23.txt")
@@ -132,7 +132,7 @@ def test_update_keeps_matched_lines_as_written_and_never_gives_a_changed_finding
 
 
 def _new(finding):
-    from conformance.failure_list import _NewFinding
+    from conformance.runner.failure_list import _NewFinding
 
     return _NewFinding(finding)
 
@@ -194,11 +194,11 @@ def _draws(tmp_path, name: str, body: str, *options: str) -> list:
 
 
 def test_a_property_draws_the_same_examples_after_an_edit_of_its_body(tmp_path):
-    seeded = ("-p", "conformance.seeding", "--seed", "0")  # explicit: without CI=true the default profile is random (dev)
+    seeded = ("-p", "conformance.runner.seeding", "--seed", "0")  # explicit: without CI=true the default profile is random (dev)
     before = _draws(tmp_path, "before", "pass", *seeded)
     after = _draws(tmp_path, "after", "y = 1  # an edit that draws nothing more", *seeded)
     assert before == after
-    assert _draws(tmp_path, "other-seed", "pass", "-p", "conformance.seeding", "--seed", "1") != before
+    assert _draws(tmp_path, "other-seed", "pass", "-p", "conformance.runner.seeding", "--seed", "1") != before
     # Without the plugin, Hypothesis seeds from the source: the same edit re-draws (what the plugin exists to stop).
     assert _draws(tmp_path, "plain-before", "pass") != _draws(tmp_path, "plain-after", "y = 1  # an edit that draws nothing more")
 

@@ -2,9 +2,14 @@
 
 Generic modules are every module of ``strategies`` and ``conformance``
 outside an engine's package (``conformance/engines/<name>/``), the one module
-that names the default engine (``conformance/engines/default.py``) and the
+that names the default engine (``conformance/engines/default.py``), the
+golden vectors' cases (``conformance/vectors/cases/``: vectors of the
+reference wire, which is SGLang's, some about SGLang's own ext codes) and the
 tests. ``reference_codec`` is the reference codec of SGLang's wire and may
 name it, but imports nothing from the suite.
+
+The import graph is the one that runs: imports inside functions count,
+imports under ``if TYPE_CHECKING:`` do not.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def generic_modules() -> Dict[str, str]:
     return {
         name: path
         for name, path in _modules(("strategies", "conformance")).items()
-        if not name.startswith(engines) and name != "conformance.engines.default"
+        if not name.startswith(engines + ("conformance.vectors.cases",)) and name != "conformance.engines.default"
     }
 
 
@@ -77,13 +82,25 @@ def engine_names_in_code(path: str) -> Iterator[Tuple[int, str]]:
             yield tok.start[0], tok.string
 
 
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` except those under ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def _imports(name: str, path: str, known: Dict[str, str]) -> Set[str]:
     """Every module of ``known`` that ``name`` imports, at any depth of its code (functions included)."""
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
     is_package = path.endswith("__init__.py")
     out: Set[str] = set()
-    for node in ast.walk(tree):
+    for node in _runtime_nodes(tree):
         targets: List[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]

@@ -15,7 +15,7 @@ import torch
 
 from conformance.equivalence import differences
 from conformance.failures import CodecRaised, PropertyFailure, distinct_differences, fold_numbers, summarise
-from conformance.shrinking import BUDGETS
+from conformance.runner.shrinking import BUDGETS
 from reference_codec import samples
 from reference_codec import schema as s
 

@@ -10,7 +10,7 @@ classes share a tag.
 To add a message: declare it in :mod:`.generation` or :mod:`.control` deriving
 from ``BaseReq``/``BaseBatchReq``; it is picked up here, by the codec, by the
 strategies and by the conformance suite. Append new fields at the tail only:
-the encoding is positional. Then run ``python -m reference_codec.schema.sync``
+the encoding is positional. Then run ``python -m conformance.engines.sglang.sync``
 (with the SGLang release installed): it refreshes the fields snapshot the
 tests compare against and says what else the reference lacks.
 """
@@ -118,7 +118,7 @@ _UNSIGNED = "an unsigned 64-bit value (UInt64): a negative one is refused, value
 
 #: Where the reference schema deliberately differs from SGLang's, ``(struct, field) -> reason``. The
 #: recursive schema diff from SGLang to the reference finds these and nothing else (tested where SGLang
-#: is installed); ``python -m reference_codec.schema.sync`` leaves them out of what it asks to change.
+#: is installed); ``python -m conformance.engines.sglang.sync`` leaves them out of what it asks to change.
 DOCUMENTED_DIFFERENCES: Mapping[Tuple[str, str], str] = MappingProxyType(
     {
         ("TokenizedGenerateReqInput", "bootstrap_room"): _UNSIGNED,

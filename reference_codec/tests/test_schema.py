@@ -9,11 +9,11 @@ import pathlib
 import msgspec
 import pytest
 
+from conformance.engines.sglang.sync import fields_snapshot, snapshot_path, to_add
 from reference_codec import schema
 from reference_codec.schema import MESSAGE_TYPES, SCHEMA_VERSION, BaseBatchReq, BaseReq, iter_subclasses, wire_tag
-from reference_codec.schema.sync import fields_snapshot, snapshot_path, to_add
 
-#: The fields of every message of the release the schema mirrors, as ``python -m reference_codec.schema.sync`` wrote them.
+#: The fields of every message of the release the schema mirrors, as ``python -m conformance.engines.sglang.sync`` wrote them.
 SNAPSHOT = json.loads(pathlib.Path(snapshot_path(SCHEMA_VERSION)).read_text())["messages"]
 
 

@@ -59,8 +59,8 @@ def test_sglang_decodes_reference_bytes_and_the_reverse(sglang, msg):
 
 
 def test_the_schema_diff_from_sglang_to_the_reference_finds_only_documented_differences(sglang):
+    from conformance.engines.sglang.sync import documented, to_add
     from conformance.schema_diff import diff_schemas, load_schema
-    from reference_codec.schema.sync import documented, to_add
 
     # As a reviewer runs it: python -m conformance.schema_diff sglang.srt.managers.io_struct reference_codec.schema
     theirs = load_schema("sglang.srt.managers.io_struct")
@@ -70,7 +70,7 @@ def test_the_schema_diff_from_sglang_to_the_reference_finds_only_documented_diff
 
 
 def test_the_sync_command_needs_no_change_for_the_release_the_schema_mirrors(capsys):
-    from reference_codec.schema.sync import main
+    from conformance.engines.sglang.sync import main
 
     assert main(["--check"]) == 0
     assert "no change needed" in capsys.readouterr().out

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Mapping
 
-from conformance.vectors.format import VECTORS_DIR
-
 from conformance.engines.profile import Engine
+from conformance.vectors.format import VECTORS_DIR
 
 __all__ = ["ENGINE", "CODECS"]
 
@@ -67,9 +66,13 @@ def _message_types() -> Mapping[str, type]:
 def _message_strategy(cls: type):
     import hypothesis.strategies as st
 
-    import strategies  # noqa: F401 - registers st.from_type for the schema and loads the profile
+    return st.from_type(cls)  # registered by _setup
 
-    return st.from_type(cls)
+
+def _setup() -> None:
+    from strategies import register_type_strategies
+
+    register_type_strategies()
 
 
 def _samples(seed: int):
@@ -93,5 +96,6 @@ ENGINE = Engine(
     wire_reference=_wire_reference,
     vectors_dir=VECTORS_DIR,
     samples=_samples,
-    testee_protocol=True,
+    setup=_setup,
+    reference_schema=True,
 )

@@ -63,16 +63,15 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pytest
 
-from .findings import KINDS, Finding, Pattern, finding_of
+from ..findings import KINDS, Finding, Pattern, finding_of
+from .selection import display_path, property_and_case, run_selector, short_id
 
 __all__ = [
     "FailureEntry",
     "FindingLine",
     "FailureList",
     "parse_failure_list",
-    "short_id",
     "FAILURE_LIST_ENV",
-    "property_and_case",
     "render_lines",
 ]
 
@@ -145,19 +144,6 @@ class FailureList:
         return None
 
 
-def short_id(nodeid: str) -> str:
-    """A node id without directories: ``test_x.py::test_y[param]``."""
-    path, sep, rest = nodeid.partition("::")
-    return os.path.basename(path) + sep + rest
-
-
-def property_and_case(nodeid: str) -> Tuple[str, str]:
-    """``(property, case)`` of a node id: the function name and its parameter id (``-`` for none)."""
-    name = nodeid.partition("::")[2]
-    prop, _, rest = name.partition("[")
-    return prop, (rest[:-1] if rest.endswith("]") else rest) or "-"
-
-
 def parse_failure_list(path: str) -> FailureList:
     """The list at ``path``; ``ValueError`` naming the file and line for anything malformed or duplicated."""
     parsed = FailureList(path)
@@ -192,7 +178,7 @@ def _finding_line(path: str, number: int, source: str) -> FindingLine:
     line = (parts[1] if len(parts) > 1 else "") if sometimes else source
     m = _FINDING.match(line)
     if not m:
-        raise ValueError(f"{path}:{number}: expected 'PROPERTY CASE KIND WHERE [: DETAIL]  # reason' (see conformance/failure_list.py)")
+        raise ValueError(f"{path}:{number}: expected 'PROPERTY CASE KIND WHERE [: DETAIL]  # reason' (see conformance/runner/failure_list.py)")
     kind = m.group("kind")
     for alternative in kind.split("|"):
         if alternative != "*" and alternative not in KINDS:
@@ -520,7 +506,7 @@ class FailureListPlugin:
         added.sort()
         lines = [
             "# Known findings, maintained with `python -m conformance ... --failure-list THIS --update-failure-list`.",
-            "# PROPERTY  CASE  KIND  WHERE  [: DETAIL]  # reason  (format: conformance/failure_list.py)",
+            "# PROPERTY  CASE  KIND  WHERE  [: DETAIL]  # reason  (format: conformance/runner/failure_list.py)",
         ]
         lines += [line.source for line in kept]
         lines += added
@@ -592,14 +578,12 @@ def _partial(session) -> bool:
 
 
 def _update_command(path: str) -> str:
-    from .report import display_path, run_selector
-
     return f"python -m conformance {run_selector()} --failure-list {shlex.quote(display_path(path))} --update-failure-list -n 2"
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("conformance")
-    group.addoption("--failure-list", default=os.environ.get(FAILURE_LIST_ENV), help="known-failure list (see conformance/failure_list.py)")
+    group.addoption("--failure-list", default=os.environ.get(FAILURE_LIST_ENV), help="known-failure list (see conformance/runner/failure_list.py)")
     group.addoption("--update-failure-list", action="store_true", help="create or rewrite the failure list from this run")
 
 

@@ -1,4 +1,4 @@
-"""``python -m reference_codec.schema.sync``: follow a new SGLang release.
+"""``python -m conformance.engines.sglang.sync``: follow a new SGLang release.
 
 With the release installed (``pip install --no-deps sglang==X`` and its
 pure-Python dependencies, as ``tox -e sglang`` does), it
@@ -39,6 +39,8 @@ from typing import Any, Dict, List, Mapping, Optional, cast
 import msgspec
 from msgspec import inspect as mi
 
+from conformance.schema_diff import diff_schemas, discover_messages
+
 __all__ = ["engine_messages", "fields_snapshot", "snapshot_path", "documented", "to_add", "main"]
 
 DEFAULT_MODULE = "sglang.srt.managers.io_struct"
@@ -46,8 +48,6 @@ DEFAULT_MODULE = "sglang.srt.managers.io_struct"
 
 def engine_messages(module: types.ModuleType) -> Dict[str, type]:
     """The engine's message classes: discovered tagged structs that derive from a tagged base (``BaseReq``)."""
-    from conformance.schema_diff import discover_messages
-
     def has_tagged_base(cls: type) -> bool:
         return any(isinstance(getattr(mi.type_info(b), "tag", None), str) for b in cls.__mro__[1:] if issubclass(b, msgspec.Struct) and b is not msgspec.Struct)
 
@@ -74,7 +74,10 @@ def fields_snapshot(messages: Mapping[str, type], source: str) -> Dict[str, Any]
 
 
 def snapshot_path(version: str) -> str:
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", f"sglang_{version.replace('.', '_')}_fields.json")
+    """Where the fields snapshot of SGLang ``version`` lives: beside the reference schema's tests, which compare with it."""
+    import reference_codec
+
+    return os.path.join(os.path.dirname(os.path.abspath(reference_codec.__file__)), "tests", f"sglang_{version.replace('.', '_')}_fields.json")
 
 
 def documented(change: Any) -> Optional[str]:
@@ -89,8 +92,6 @@ def to_add(reference: Mapping[str, type], engine: Mapping[str, type]) -> List[st
 
     Documented differences (:data:`reference_codec.schema.DOCUMENTED_DIFFERENCES`) are not asked for.
     """
-    from conformance.schema_diff import diff_schemas
-
     lines = []
     for change in diff_schemas(reference, engine):
         if documented(change):
@@ -113,7 +114,7 @@ def _dump(snapshot: Dict[str, Any]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reference_codec.schema.sync", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m conformance.engines.sglang.sync", description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", default=DEFAULT_MODULE, help=f"the engine's message module (default {DEFAULT_MODULE})")
     parser.add_argument("--version", default=None, help="the release, for the snapshot's name (default: the installed sglang's __version__)")
     parser.add_argument("--snapshot", default=None, help="where to write the fields snapshot (default reference_codec/tests/sglang_<version>_fields.json)")

@@ -37,6 +37,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
@@ -44,9 +45,9 @@ from typing import Any, Callable, Dict, Optional
 import pytest
 from hypothesis.errors import HypothesisException
 
-from .failure_list import short_id
-from .failures import PropertyFailure, exception_headline, exception_signature
-from .properties import NO_MESSAGE, drawn
+from .. import draws
+from ..failures import NO_MESSAGE, PropertyFailure, exception_headline, exception_signature
+from .selection import short_id
 
 __all__ = ["ShrinkBudget", "BUDGETS", "ShrinkOutcome", "SHRINK_OUTCOME", "SHRINK_BUDGET", "failure_signature", "failure_headline"]
 
@@ -180,9 +181,21 @@ class _Claims:
 _DIR_KEY = "conformance_shrink_claims"
 
 
+class _LastDrawn(threading.local):
+    """The message the running property call drew last (``NO_MESSAGE`` before its first draw)."""
+
+    def __init__(self) -> None:
+        self.message: Any = NO_MESSAGE
+
+    def __call__(self, message: Any) -> None:
+        self.message = message
+
+
 class ShrinkBudgetPlugin:
     def __init__(self, config: pytest.Config, budget: ShrinkBudget):
         self.config = config
+        self.drawn = _LastDrawn()
+        self.stop_observing = draws.observe(self.drawn)
         self.budget = budget
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and _DIR_KEY in workerinput:
@@ -199,6 +212,7 @@ class ShrinkBudgetPlugin:
         node.workerinput[_DIR_KEY] = self.directory
 
     def pytest_unconfigure(self, config):
+        self.stop_observing()
         if self.owns_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -247,13 +261,13 @@ class ShrinkBudgetPlugin:
                 if state.stopped:
                     state.shrink_ended = now
                     raise _StopShrinking
-            drawn.reset()
+            self.drawn.message = NO_MESSAGE
             try:
                 return inner(*args, **kwargs)
             except HypothesisException:
                 raise  # assume(), health checks: Hypothesis' own control flow
             except Exception as exc:
-                seen = _Seen(exc, drawn.message, failure_signature(exc))
+                seen = _Seen(exc, self.drawn.message, failure_signature(exc))
                 state.best = seen
                 if state.first is None:
                     state.first = seen

@@ -37,11 +37,11 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from ..engines import engine_spec_from_environment
+from ..failures import NO_MESSAGE, CodecRaised, PropertyFailure, exception_signature, raised_at
 from . import variant_coverage
-from .engines import DEFAULT_ENGINE, engine_spec_from_environment
-from .failure_list import short_id
-from .failures import NO_MESSAGE, CodecRaised, PropertyFailure, exception_signature, raised_at
 from .seeding import DEFAULT_SEED, run_seed
+from .selection import display_path, run_selector, short_id
 from .shrinking import SHRINK_BUDGET, SHRINK_OUTCOME, failure_headline, failure_signature
 
 __all__ = ["REPORT_ENV", "closing_line", "ConformanceReport"]
@@ -73,7 +73,7 @@ def closing_line(
 
 def _selected_codec():
     """The implementation under test, or None when none is selected or it cannot load (the suite reports that)."""
-    from .plugin import CodecSelectionError, codec_from_environment
+    from ..plugin import CodecSelectionError, codec_from_environment
 
     try:
         return codec_from_environment()
@@ -92,26 +92,6 @@ def _examples() -> Optional[int]:
     from hypothesis import settings
 
     return settings.default.max_examples
-
-
-def run_selector() -> str:
-    """The options that select this run's engine and implementation, as a command line writes them."""
-    from .plugin import CODEC_ENV, TESTEE_ENV
-
-    if os.environ.get(TESTEE_ENV):
-        selector = f"--testee {shlex.quote(os.environ[TESTEE_ENV])}"
-    else:
-        selector = f"--codec {shlex.quote(os.environ.get(CODEC_ENV, '?'))}"
-    engine = engine_spec_from_environment()
-    if engine != DEFAULT_ENGINE:
-        selector = f"--engine {shlex.quote(engine)} {selector}"
-    return selector
-
-
-def display_path(path: str) -> str:
-    """``path`` relative to the current directory where it is below it, else as given."""
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
 
 
 def _reproduce_line(item) -> str:

@@ -4,8 +4,8 @@
 a chosen example count; this measures what the suite actually drew at its own
 budget (the profile's examples per test, every property, every message type),
 which is the coverage a verdict rests on. Every message a property draws
-(:func:`conformance.properties.draw_message`) is observed with
-:func:`strategies.coverage.observe`; xdist workers write their observations to
+(:func:`conformance.properties.draw_message`) reaches this plugin through
+:mod:`conformance.draws` and is observed with :func:`strategies.coverage.observe`; xdist workers write their observations to
 a directory the controller reads at the end. The summary says how many of the
 schema's variants were reached and names the first ones that were not; the
 JSON report carries the counts and every gap.
@@ -21,27 +21,17 @@ from typing import Any, Dict, Optional, Set, Tuple
 
 import pytest
 
-__all__ = ["record", "result_of", "VariantCoverage"]
+from .. import draws
+
+__all__ = ["result_of", "VariantCoverage"]
 
 _DIR_KEY = "conformance_variant_coverage"
 Observation = Tuple[str, str, str]
 
-#: Observations of this process, or None when coverage is off.
-_observed: Optional[Set[Observation]] = None
-
-
-def record(msg: Any) -> None:
-    """Observe a drawn message (a no-op unless ``--variant-coverage`` is on)."""
-    if _observed is not None:
-        from strategies.coverage import observe
-
-        observe(msg, _observed)
-
-
 class VariantCoverage:
     def __init__(self, config: pytest.Config):
-        global _observed
-        _observed = set()
+        self.observed: Set[Observation] = set()
+        self.stop_observing = draws.observe(self.record)
         workerinput = getattr(config, "workerinput", None)
         self.worker = workerinput is not None
         if self.worker:
@@ -57,7 +47,7 @@ class VariantCoverage:
     def pytest_sessionfinish(self, session):
         path = os.path.join(self.directory, f"{os.getpid()}.json")
         with open(path, "w", encoding="utf-8") as fh:
-            json.dump(sorted(_observed or ()), fh)
+            json.dump(sorted(self.observed), fh)
 
     def gather(self) -> Dict[str, Any]:
         """Every process's observations against the schema's expected variants."""
@@ -66,7 +56,7 @@ class VariantCoverage:
 
         message_types = engine_from_environment().types
 
-        observed: Set[Observation] = set(_observed or ())
+        observed: Set[Observation] = set(self.observed)
         for name in os.listdir(self.directory):
             with open(os.path.join(self.directory, name), encoding="utf-8") as fh:
                 observed |= {tuple(o) for o in json.load(fh)}
@@ -94,7 +84,14 @@ class VariantCoverage:
         if len(result["gaps"]) > 10:
             terminalreporter.write_line(f"  ... and {len(result['gaps']) - 10} more sites with gaps (see the JSON report)")
 
+    def record(self, msg: Any) -> None:
+        """Observe one drawn message."""
+        from strategies.coverage import observe
+
+        observe(msg, self.observed)
+
     def pytest_unconfigure(self, config):
+        self.stop_observing()
         if self.owns:
             shutil.rmtree(self.directory, ignore_errors=True)
 

@@ -25,7 +25,7 @@ from typing import Optional
 
 import pytest
 
-from .failure_list import short_id
+from .selection import short_id
 
 __all__ = ["DEFAULT_SEED", "SEED_ENV", "seed_for", "run_seed"]
 
