@@ -147,7 +147,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _failure_list_problem(path: str) -> Optional[str]:
     """Why the failure list at ``path`` cannot be used, or None."""
-    from .failure_list import parse_failure_list
+    from .runner.failure_list import parse_failure_list
 
     if not os.path.exists(path):
         return f"failure list {path} does not exist: create it with --update-failure-list"
