@@ -95,6 +95,11 @@ class Engine:
     bench_target
         The name in :attr:`bench_codecs` that the reference codec's speed
         targets compare with, or ``None``.
+    bench_labels
+        Name in :attr:`bench_codecs` -> what the benchmark tables call it
+        (column header, target lines, skip reasons), e.g. the engine and its
+        release; known without calling the factory. A name absent here is
+        shown as itself.
     testee_protocol
         True when the testee protocol (``conformance/PROTOCOL.md``) can
         carry this engine's messages: their neutral form is the reference
@@ -117,6 +122,7 @@ class Engine:
     testee_protocol: bool = False
     bench_codecs: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     bench_target: Optional[str] = None
+    bench_labels: Mapping[str, str] = field(default_factory=dict)
     setup: Callable[[], None] = _nothing
 
     @functools.cached_property
