@@ -8,7 +8,7 @@ Subcommands::
     gate      BASELINE.json CURRENT.json [--threshold 0.1] [--iqr-factor 2] [--max-threshold 1]
               [--codecs reference-v1,reference-v2 | --codecs all] [--normalize pickle] [--all]
     baseline  --ref REF [--out reports/bench-baseline.json] [--full] [-- pytest args]
-    interleaved [--codecs reference-v1,sglang] [--families F,...] [--ops 'round trip',encode,decode] [--processes N]
+    interleaved [--codecs reference-v1,TARGET] [--families F,...] [--ops 'round trip',encode,decode] [--processes N]
               [--rounds 15] [--out FILE]
 
 ``run`` writes ``OUT/bench-current.json`` (pytest-benchmark) and
@@ -29,6 +29,10 @@ copies this checkout's ``conformance/benchmarks/`` over the worktree's, and
 runs them there (the worktree's ``reference_codec`` is the one imported).
 Same messages, same benchmark names, so every benchmark pairs up, even when
 the change under test edits the benchmarks themselves.
+
+``interleaved`` compares ``reference-v1`` by default with the default
+engine's ``bench_target`` (``sglang``: SGLang 0.5.23's codec); ``--codecs``
+takes any of the benchmarks' codecs (:func:`.codecs.codec_names`).
 """
 
 from __future__ import annotations
@@ -239,17 +243,20 @@ def _parser() -> argparse.ArgumentParser:
     _add_gate_options(p)
 
     p = sub.add_parser("verdict", help="time python -m conformance to a complete verdict, once per implementation; a markdown table")
-    p.add_argument("--run", action="append", required=True, metavar="SPEC [ARGS]", help="a codec spec and optional suite arguments, e.g. 'sglang' or 'reference --profile dev'; repeatable")
+    p.add_argument("--run", action="append", required=True, metavar="SPEC [ARGS]", help="a codec spec and optional suite arguments, e.g. 'pickle' or 'reference --profile dev'; repeatable")
     p.add_argument("--out", help="also write the table here (e.g. docs/verdict-times.md)")
     p.add_argument("--workers", type=int, default=2, help="xdist workers of each run (default 2)")
 
     p = sub.add_parser("interleaved", help="time codecs round by round, in turn, on the corpus: ratios that hold on a noisy machine")
-    p.add_argument("--codecs", default="reference-v1,sglang", help="comma-separated benchmark codecs; the first is compared with the others (default reference-v1,sglang)")
+    from .interleaved import default_codecs as interleaved_default
+
+    default_codecs = ",".join(interleaved_default())
+    p.add_argument("--codecs", default=default_codecs, help=f"comma-separated benchmark codecs; the first is compared with the others (default {default_codecs})")
     p.add_argument("--families", help="comma-separated corpus families (default: all of this run's)")
     p.add_argument("--ops", default="round trip", help="comma-separated: 'round trip', encode, decode (default 'round trip')")
     p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation (default 15)")
     p.add_argument("--processes", type=int, default=1, help="repeat in this many fresh processes, one after the other, and take medians (default 1: this one)")
-    p.add_argument("--out", help="also write the table here (e.g. docs/interleaved-sglang.md)")
+    p.add_argument("--out", help="also write the table here (e.g. docs/interleaved-ENGINE.md)")
 
     p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
     p.add_argument("--ref", required=True, help="the git ref whose codec to measure")

@@ -2,9 +2,15 @@
 
 Each entry has ``prepare(msg)`` (done once, outside the timed call),
 ``encode(obj) -> frames`` and ``decode(frames) -> obj``. For the reference and
-pickle codecs ``prepare`` is the identity. For SGLang 0.5.23 it converts the
-reference message into SGLang's own classes once, so that only SGLang's
-``msgpack_encode``/``msgpack_decode`` are timed, not the adapter's conversion.
+pickle codecs ``prepare`` is the identity.
+
+The corpus is the reference schema's, the default engine's
+(:data:`conformance.engines.DEFAULT_ENGINE`), so beside the reference and
+pickle codecs the benchmarks measure that engine's ``bench_codecs``: each
+one's ``prepare`` may convert the reference message into the engine's own
+classes once, so that only the engine's codec is timed, not an adapter's
+conversion. An engine codec whose factory raises ``ImportError`` (its package
+is not installed) is skipped with that error's message.
 
 ``candidate`` is your implementation, measured in the same run beside the
 others: set ``IPC_BENCH_CODEC`` to anything ``python -m conformance --codec``
@@ -17,13 +23,30 @@ import functools
 import os
 from typing import Any, Callable, List, NamedTuple, Optional
 
+from conformance.engines import Engine, load_engine
 from reference_codec import PickleCodec, ReferenceCodec
 
-__all__ = ["BenchCodec", "CODEC_NAMES", "BASELINE", "CANDIDATE_ENV", "get_codec", "sglang_available", "unavailable", "wire_bytes"]
+__all__ = [
+    "BenchCodec",
+    "CODEC_NAMES",
+    "FIXED_CODECS",
+    "BASELINE",
+    "CANDIDATE",
+    "CANDIDATE_ENV",
+    "bench_engine",
+    "bench_target",
+    "codec_names",
+    "get_codec",
+    "label",
+    "unavailable",
+    "wire_bytes",
+]
 
-#: Every codec of the benchmarks, in table column order. ``pickle`` is the baseline of the ratios.
-CODEC_NAMES: List[str] = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang", "candidate"]
+#: The codecs measured whatever the engine, in table column order. ``pickle`` is the baseline of the ratios.
+FIXED_CODECS = ("pickle", "pickle-oob", "reference-v1", "reference-v2")
 BASELINE = "pickle"
+#: The implementation under test, measured last.
+CANDIDATE = "candidate"
 #: The implementation measured as ``candidate`` (a ``--codec`` spec).
 CANDIDATE_ENV = "IPC_BENCH_CODEC"
 
@@ -39,24 +62,61 @@ def _identity(msg: Any) -> Any:
     return msg
 
 
-def sglang_available() -> bool:
-    from conformance.engines.sglang.codec import sglang_available as available
+def bench_engine() -> Engine:
+    """The engine whose ``bench_codecs`` are measured: the default one, whose schema the corpus is."""
+    return load_engine()
 
-    return available()
+
+def codec_names(engine: Optional[Engine] = None) -> List[str]:
+    """Every codec of the benchmarks, in table column order: the fixed ones, ``engine``'s, then ``candidate``.
+
+    ``engine`` defaults to :func:`bench_engine`. ``ValueError`` when the
+    engine names one of its codecs like a fixed one or ``candidate``.
+    """
+    engine = engine or bench_engine()
+    clash = sorted(set(engine.bench_codecs) & {*FIXED_CODECS, CANDIDATE})
+    if clash:
+        raise ValueError(f"engine {engine.name}: bench codecs {clash} take the names of the benchmarks' own codecs")
+    return [*FIXED_CODECS, *engine.bench_codecs, CANDIDATE]
+
+
+def bench_target(engine: Optional[Engine] = None) -> Optional[str]:
+    """The engine codec that reference wire v1's speed targets compare with (``Engine.bench_target``), or None."""
+    return (engine or bench_engine()).bench_target
+
+
+def label(name: str, engine: Optional[Engine] = None) -> str:
+    """What the tables and messages call codec ``name``: the engine's label for one of its codecs, else ``name``."""
+    return (engine or bench_engine()).bench_labels.get(name, name)
+
+
+#: :func:`codec_names` of the default engine: the benchmarks' parameters.
+CODEC_NAMES: List[str] = codec_names()
 
 
 def unavailable(name: str) -> Optional[str]:
-    """Why codec ``name`` cannot be measured here (a skip reason), or None."""
-    if name == "sglang" and not sglang_available():
-        return "SGLang 0.5.23 is not installed (tox -e sglang, or the sglang venv)"
-    if name == "candidate" and not os.environ.get(CANDIDATE_ENV):
+    """Why codec ``name`` cannot be measured here (a skip reason), or None.
+
+    An engine codec is available when its factory returns; its ``ImportError``
+    is the reason. Any other error of the factory propagates.
+    """
+    if name == CANDIDATE and not os.environ.get(CANDIDATE_ENV):
         return f"no candidate implementation: set {CANDIDATE_ENV}=MODULE:ATTR to measure yours beside these"
+    if name in bench_engine().bench_codecs:
+        try:
+            get_codec(name)
+        except ImportError as exc:
+            return str(exc) or f"{label(name)} is not installed"
     return None
 
 
 @functools.lru_cache(maxsize=None)
 def get_codec(name: str) -> BenchCodec:
-    """The codec called ``name`` (``RuntimeError`` for SGLang when it is not installed)."""
+    """The codec called ``name``; ``ValueError`` for an unknown name.
+
+    An engine codec's factory's errors propagate (``ImportError`` when its
+    package is not installed: see :func:`unavailable`).
+    """
     if name == "reference-v1":
         codec: Any = ReferenceCodec()
     elif name == "reference-v2":
@@ -65,23 +125,15 @@ def get_codec(name: str) -> BenchCodec:
         codec = PickleCodec()
     elif name == "pickle-oob":
         codec = PickleCodec(out_of_band=True)
-    elif name == "sglang":
-        from conformance.engines.sglang.codec import SGLangCodec
-
-        adapter = SGLangCodec()
-        io = adapter._io
-        return BenchCodec(
-            name,
-            adapter.to_sglang,
-            lambda obj: [io.msgpack_encode(obj)],
-            lambda frames: io.msgpack_decode(frames[0]),
-        )
-    elif name == "candidate":
+    elif name == CANDIDATE:
         from conformance.plugin import load_codec
 
         codec = load_codec(os.environ[CANDIDATE_ENV])
+    elif name in bench_engine().bench_codecs:
+        made = bench_engine().bench_codecs[name]()
+        return BenchCodec(name, made.prepare, made.encode, made.decode)
     else:
-        raise ValueError(f"unknown benchmark codec {name!r}; choose from {CODEC_NAMES}")
+        raise ValueError(f"unknown benchmark codec {name!r}; choose from {codec_names()}")
     return BenchCodec(name, _identity, codec.encode, codec.decode)
 
 

@@ -12,7 +12,9 @@ families, as in the issue's targets.
 ``python -m conformance.benchmarks interleaved --codecs reference-v1,sglang``
 prints, per family of :mod:`.corpus`, the median time of each codec and the
 speed-up of the first codec over each other one (above 1: the first is faster),
-then the target lines when one of the others is SGLang's codec. The garbage
+then the target lines when one of the others is the default engine's
+``bench_target`` (SGLang's codec, ``sglang``, for the default engine; without
+``--codecs`` the command compares ``reference-v1`` with it). The garbage
 collector stays on, as in a serving process. It measures; it gates nothing.
 
 Rounds share a process, and a process has its own heap layout and allocator
@@ -36,17 +38,17 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import corpus
-from .codecs import get_codec, unavailable
+from .codecs import BASELINE, bench_target, get_codec, unavailable
 from .provenance import header
-from .table import fmt_time
+from .table import V1_VS_ENGINE_FLOOR, V1_VS_ENGINE_MEDIAN, fmt_time
 
-__all__ = ["OPS", "Row", "measure", "measure_in_processes", "combine", "render", "targets", "main_interleaved"]
+__all__ = ["OPS", "Row", "default_codecs", "measure", "measure_in_processes", "combine", "render", "targets", "main_interleaved"]
 
 #: What one call does, per operation name.
 OPS = ("round trip", "encode", "decode")
-#: The issue's targets against SGLang 0.5.23's codec (round trip).
-MEDIAN_TARGET = 1.2
-EACH_FAMILY_TARGET = 1.0
+#: The targets against the engine's bench target (round trip): the table's, in one place.
+MEDIAN_TARGET = V1_VS_ENGINE_MEDIAN
+EACH_FAMILY_TARGET = V1_VS_ENGINE_FLOOR
 #: Seconds one codec's batch of calls takes in a round.
 BATCH_SECONDS = 0.004
 
@@ -170,8 +172,19 @@ def combine(runs: Sequence[Sequence[Row]]) -> List[Row]:
     return combined
 
 
-def targets(rows: Sequence[Row], first: str, other: str = "sglang") -> List[str]:
-    """The issue's two targets for ``first`` against ``other`` on the round trip: met or MISSED, with the figures."""
+def default_codecs() -> List[str]:
+    """What the command compares without ``--codecs``: ``reference-v1`` and the engine's bench target (else pickle)."""
+    return ["reference-v1", bench_target() or BASELINE]
+
+
+def targets(rows: Sequence[Row], first: str, other: Optional[str] = None) -> List[str]:
+    """The issue's two targets for ``first`` against ``other`` on the round trip: met or MISSED, with the figures.
+
+    ``other`` defaults to the engine's bench target; nothing when there is none or ``rows`` do not measure it.
+    """
+    other = other or bench_target()
+    if other is None:
+        return []
     ups = {row.family: row.speedup[other] for row in rows if row.op == "round trip" and other in row.speedup}
     if not ups:
         return []
@@ -213,10 +226,11 @@ def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int
         cells = [fmt_time(row.seconds[first])] + [f"{fmt_time(row.seconds[o])} ({_speedup(row, o)})" for o in others]
         lines.append(f"| {row.family} | {row.op} | " + " | ".join(cells) + " |")
     lines.append("")
+    target = bench_target()
     for other in others:
-        for line in targets(rows, first, other) if other == "sglang" else []:
+        for line in targets(rows, first, other) if other == target else []:
             lines.append(f"- {line}")
-        if other == "sglang" and processes == 1:
+        if other == target and processes == 1:
             lines.append("- One process: a family's ratio moves between processes (see the module docstring); `--processes 5` for a verdict.")
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -8,9 +8,14 @@ GB/s (both directions' bytes on the wire over the median). Memory cells are
 the decode's peak memory over its payload. Live cells are requests per second
 and the mean inter-token latency.
 
+The columns are the benchmarks' codecs (:func:`.codecs.codec_names`: the
+reference and pickle codecs, the default engine's ``bench_codecs`` under the
+engine's labels, the candidate) and ``memcpy``, those the run measured.
+
 Below the table, one line per target says met or MISSED with the figures;
-a target that could not be measured (SGLang not installed, no memory probe)
-says so instead of passing.
+a target that could not be measured (the engine's codec not installed, no
+memory probe) says so instead of passing. Reference wire v1 is compared with
+the engine's ``bench_target`` (SGLang 0.5.23's codec for the default engine).
 """
 
 from __future__ import annotations
@@ -18,17 +23,18 @@ from __future__ import annotations
 import statistics
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from .codecs import bench_target, codec_names
+from .codecs import label as codec_label
 from .results import Record
 
-__all__ = ["render", "targets", "fmt_time", "fmt_bytes"]
+__all__ = ["render", "targets", "columns", "header", "fmt_time", "fmt_bytes"]
 
-COLUMNS = ["pickle", "pickle-oob", "reference-v1", "reference-v2", "sglang", "candidate", "memcpy"]
+#: Column headers of the codecs every run has; an engine's codecs take the engine's labels.
 HEADERS = {
     "pickle": "pickle (baseline)",
     "pickle-oob": "pickle 5 + out-of-band",
     "reference-v1": "reference wire v1",
     "reference-v2": "reference wire v2",
-    "sglang": "SGLang 0.5.23",
     "candidate": "candidate (IPC_BENCH_CODEC)",
     "memcpy": "memcpy",
 }
@@ -46,14 +52,25 @@ OP_ORDER = ["encode", "decode", "roundtrip", "bytes", "zmq", "memory", "live"]
 #: Targets of the issue, in one place.
 ROUND_TRIP_VS_PICKLE_MEDIAN = 3.0
 ROUND_TRIP_VS_PICKLE_FLOOR = 1.0
-V1_VS_SGLANG_MEDIAN = 1.2
-#: Reference wire v1 round trip / SGLang's, in every family.
-V1_VS_SGLANG_FLOOR = 1.0
+#: Reference wire v1 round trip / the engine's bench target's, at the corpus median.
+V1_VS_ENGINE_MEDIAN = 1.2
+#: Reference wire v1 round trip / the engine's bench target's, in every family.
+V1_VS_ENGINE_FLOOR = 1.0
 #: Wire v1 round trip of a 64 MiB tensor, in memcpys of its bytes, at most (larger ones are shown too).
 V1_ROUND_TRIP_MEMCPYS = 4.0
 V1_MEMCPY_TARGET_BYTES = 64 << 20
 MEMCPY_TARGET_MIN_BYTES = 16 << 20
 PEAK_RATIO_TARGET = 1.1
+
+
+def columns() -> List[str]:
+    """Every column a run may have, in order: the benchmarks' codecs, then ``memcpy``."""
+    return [*codec_names(), "memcpy"]
+
+
+def header(codec: str) -> str:
+    """The column header of ``codec``."""
+    return HEADERS.get(codec) or codec_label(codec)
 
 
 def fmt_time(seconds: float) -> str:
@@ -115,7 +132,7 @@ def render(records: List[Record], *, command: Optional[str] = None, machine: Opt
     """The markdown table of one run, then the target lines."""
     families, table = _index(records)
     present = {r.codec for r in records}
-    columns = [c for c in COLUMNS if c in present]
+    shown = [c for c in columns() if c in present]
     lines = []
     if machine:
         lines.append(f"Measured in one run on {machine}.")
@@ -128,16 +145,16 @@ def render(records: List[Record], *, command: Optional[str] = None, machine: Opt
         "for bytes the size relative to pickle's."
     )
     lines.append("")
-    lines.append("| family | measure | " + " | ".join(HEADERS[c] for c in columns) + " |")
-    lines.append("|---|---|" + "---|" * len(columns))
+    lines.append("| family | measure | " + " | ".join(header(c) for c in shown) + " |")
+    lines.append("|---|---|" + "---|" * len(shown))
     for family in families:
-        ops = [op for op in OP_ORDER if op != "bytes" and any((family, op, c) in table for c in columns)]
+        ops = [op for op in OP_ORDER if op != "bytes" and any((family, op, c) in table for c in shown)]
         if "encode" in ops:  # bytes on the wire come with the encode benchmarks
             ops.insert(ops.index("roundtrip") + 1 if "roundtrip" in ops else len(ops), "bytes")
         for i, op in enumerate(ops):
             source_op = "encode" if op == "bytes" else op
             base = table.get((family, source_op, "pickle"))
-            cells = [_cell(op, table.get((family, source_op, c)), base) for c in columns]
+            cells = [_cell(op, table.get((family, source_op, c)), base) for c in shown]
             lines.append(f"| {family if i == 0 else ''} | {OP_LABELS.get(op, op)} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Targets:")
@@ -157,6 +174,27 @@ def _speedups(table, families, codec: str, versus: str) -> Dict[str, float]:
 
 def _mark(ok: bool) -> str:
     return "met" if ok else "**MISSED**"
+
+
+def _engine_targets(table, corpus: List[str]) -> List[str]:
+    """Reference wire v1 against the engine's bench target; nothing when the engine names none."""
+    target = bench_target()
+    if target is None:
+        return []
+    name = codec_label(target)
+    vs = _speedups(table, corpus, "reference-v1", target)
+    if not vs:
+        return [f"Reference wire v1 vs {name}: not measured ({name} not installed in this run)."]
+    med = statistics.median(vs.values())
+    behind = sorted(f for f, x in vs.items() if x < V1_VS_ENGINE_FLOOR)
+    return [
+        f"{_mark(med >= V1_VS_ENGINE_MEDIAN)}: reference wire v1 round trip at least {V1_VS_ENGINE_MEDIAN:g}× "
+        f"{name}'s codec at the median: {_ratio(med)} over {len(vs)} families "
+        f"(range {_ratio(min(vs.values()))} to {_ratio(max(vs.values()))}). Timed one codec after another; "
+        "`python -m conformance.benchmarks interleaved` gives ratios that hold when the machine's speed drifts.",
+        f"{_mark(not behind)}: reference wire v1 round trip at least {V1_VS_ENGINE_FLOOR:g}× {name}'s codec "
+        f"in every family" + (f"; behind on {', '.join(f'{f} {_ratio(vs[f])}' for f in behind)}." if behind else "."),
+    ]
 
 
 def targets(records: List[Record]) -> List[str]:
@@ -180,22 +218,7 @@ def targets(records: List[Record]) -> List[str]:
             f"{_mark(not slower)}: reference {label} round trip never slower than pickle: slowest "
             f"{_ratio(ups[worst])} ({worst})" + (f"; slower on {', '.join(slower)}." if slower else ".")
         )
-    vs = _speedups(table, corpus, "reference-v1", "sglang")
-    if vs:
-        med = statistics.median(vs.values())
-        lines.append(
-            f"{_mark(med >= V1_VS_SGLANG_MEDIAN)}: reference wire v1 round trip at least {V1_VS_SGLANG_MEDIAN:g}× "
-            f"SGLang 0.5.23's codec at the median: {_ratio(med)} over {len(vs)} families "
-            f"(range {_ratio(min(vs.values()))} to {_ratio(max(vs.values()))}). Timed one codec after another; "
-            "`python -m conformance.benchmarks interleaved` gives ratios that hold when the machine's speed drifts."
-        )
-        behind = sorted(f for f, x in vs.items() if x < V1_VS_SGLANG_FLOOR)
-        lines.append(
-            f"{_mark(not behind)}: reference wire v1 round trip at least {V1_VS_SGLANG_FLOOR:g}× SGLang 0.5.23's codec "
-            f"in every family" + (f"; behind on {', '.join(f'{f} {_ratio(vs[f])}' for f in behind)}." if behind else ".")
-        )
-    else:
-        lines.append("Reference wire v1 vs SGLang 0.5.23: not measured (SGLang not installed in this run).")
+    lines.extend(_engine_targets(table, corpus))
     copies = []
     for f in families:
         v2, mc = table.get((f, "roundtrip", "reference-v2")), table.get((f, "roundtrip", "memcpy"))

@@ -2,7 +2,8 @@
 
 Codecs: the reference (wire v1, and wire v2 with tensors of 64 KiB or more as
 separate zero-copy frames), pickle (highest protocol; protocol 5 with
-out-of-band buffers) and SGLang 0.5.23's own codec when it is installed.
+out-of-band buffers) and the default engine's benchmark codecs (SGLang 0.5.23's
+own codec) when they are installed.
 Families: :mod:`conformance.benchmarks.corpus`. Single-tensor families also
 time one plain memcpy of the tensor's bytes (``numpy.copyto``) (codec ``memcpy``), the
 yardstick for "a zero-copy round trip costs less than one memcpy".

@@ -23,7 +23,7 @@ import os
 
 import pytest
 
-from conformance.benchmarks.codecs import CANDIDATE_ENV, CODEC_NAMES, unavailable
+from conformance.benchmarks.codecs import CANDIDATE, CANDIDATE_ENV, CODEC_NAMES, bench_engine, unavailable
 
 try:
     from conformance.live.pipeline import run_pipeline
@@ -34,8 +34,15 @@ except Exception as exc:  # the live pipeline is not there (yet): skip, never fa
 else:
     _IMPORT_ERROR = ""
 
-#: Benchmark codec name -> the live pipeline's codec spec (conformance.plugin.BUILTIN_CODECS).
-LIVE_SPECS = {"reference-v1": "reference", "reference-v2": "reference-v2", "pickle": "pickle", "pickle-oob": "pickle-oob", "sglang": "sglang"}
+#: Benchmark codec name -> the live pipeline's codec spec: a name of the default engine's ``Engine.codecs``.
+#: An engine's bench codec runs live under its own name when the engine has a codec of that name.
+LIVE_SPECS = {
+    "reference-v1": "reference",
+    "reference-v2": "reference-v2",
+    "pickle": "pickle",
+    "pickle-oob": "pickle-oob",
+    **{name: name for name in bench_engine().bench_codecs if name in bench_engine().codecs},
+}
 REQUESTS = int(os.environ.get("IPC_BENCH_LIVE_REQUESTS", "64"))
 HIGH = int(os.environ.get("IPC_BENCH_LIVE_HIGH", "32"))
 DEVICE = os.environ.get("IPC_BENCH_LIVE_DEVICE") or None
@@ -47,7 +54,7 @@ pytestmark = [
 
 
 def _run(codec_name: str, concurrency: int):
-    spec = os.environ[CANDIDATE_ENV] if codec_name == "candidate" else LIVE_SPECS[codec_name]
+    spec = os.environ[CANDIDATE_ENV] if codec_name == CANDIDATE else LIVE_SPECS[codec_name]
     return run_pipeline(spec, generate_workload(REQUESTS, seed=0), device=DEVICE, concurrency=concurrency)
 
 
@@ -57,6 +64,8 @@ def test_live_pipeline(benchmark, concurrency, codec_name):
     reason = unavailable(codec_name)
     if reason:
         pytest.skip(reason)
+    if codec_name != CANDIDATE and codec_name not in LIVE_SPECS:
+        pytest.skip(f"{codec_name} has no codec of the same name in the default engine to run live")
     family = f"live-c{concurrency}"
     benchmark.group = f"{family} live"
     result = benchmark.pedantic(_run, args=(codec_name, concurrency), rounds=1, iterations=1)

@@ -95,6 +95,11 @@ class Engine:
     bench_target
         The name in :attr:`bench_codecs` that the reference codec's speed
         targets compare with, or ``None``.
+    bench_labels
+        Name in :attr:`bench_codecs` -> what the benchmark tables call it
+        (column header, target lines, skip reasons), e.g. the engine and its
+        release; known without calling the factory. A name absent here is
+        shown as itself.
     reference_schema
         True when the engine's messages are the reference schema's
         (``reference_codec.schema``): the testee protocol
@@ -119,6 +124,7 @@ class Engine:
     reference_schema: bool = False
     bench_codecs: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
     bench_target: Optional[str] = None
+    bench_labels: Mapping[str, str] = field(default_factory=dict)
     setup: Callable[[], None] = _nothing
 
     @functools.cached_property

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import re
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -550,3 +552,120 @@ def test_interleaved_command_refuses_unknown_families_operations_and_codecs_by_n
         main(["interleaved", "--codecs", "reference-v1,pickle", "--ops", "roundtrip"])
     with pytest.raises((SystemExit, ValueError), match="unknown benchmark codec 'nope'"):
         main(["interleaved", "--codecs", "reference-v1,nope", "--families", "control-AbortReq", "--rounds", "1"])
+
+
+# --- an engine's benchmark codecs -------------------------------------------
+
+
+def fake_engine(target: Optional[str] = "fake"):
+    """An engine with one benchmark codec (the reference codec under another name) and one whose package is missing."""
+    from conformance.benchmarks.codecs import BenchCodec
+    from conformance.engines import Engine
+    from reference_codec import ReferenceCodec
+
+    def fake():
+        codec = ReferenceCodec()
+        return BenchCodec("fake", lambda msg: msg, codec.encode, codec.decode)
+
+    def absent():
+        raise ImportError("Absent 2.0 is not installed")
+
+    return Engine(
+        name="fake-engine",
+        description="an engine of the tests",
+        message_types=dict,
+        message_strategy=lambda cls: None,
+        codecs={},
+        pickle_baseline=lambda: None,
+        bench_codecs={"fake": fake, "absent": absent},
+        bench_target=target,
+        bench_labels={"fake": "Fake 1.0"},
+    )
+
+
+@pytest.fixture
+def with_engine(monkeypatch):
+    """Make the benchmarks measure the bench codecs of the engine passed in, for the test's duration."""
+    from conformance.benchmarks import codecs
+
+    def use(engine):
+        monkeypatch.setattr(codecs, "bench_engine", lambda: engine)
+        codecs.get_codec.cache_clear()
+        return engine
+
+    yield use
+    codecs.get_codec.cache_clear()
+
+
+def test_an_engines_bench_codecs_are_measured_between_the_fixed_ones_and_the_candidate(with_engine):
+    from conformance.benchmarks import codecs
+    from reference_codec.samples import flush_cache
+
+    with_engine(fake_engine())
+    assert codecs.codec_names() == ["pickle", "pickle-oob", "reference-v1", "reference-v2", "fake", "absent", "candidate"]
+    assert codecs.unavailable("fake") is None
+    assert codecs.unavailable("absent") == "Absent 2.0 is not installed"
+    fake = codecs.get_codec("fake")
+    assert fake.decode(fake.encode(fake.prepare(flush_cache()))) == flush_cache()
+    with pytest.raises(ValueError, match="unknown benchmark codec 'nope'"):
+        codecs.get_codec("nope")
+
+
+def test_an_engine_cannot_take_the_name_of_a_fixed_codec():
+    from conformance.benchmarks import codecs
+
+    clash = dataclasses.replace(fake_engine(), bench_codecs={"pickle": lambda: None})
+    with pytest.raises(ValueError, match=r"\['pickle'\]"):
+        codecs.codec_names(clash)
+
+
+def test_an_engines_bench_codec_is_a_column_under_its_label_and_its_target_is_judged(with_engine):
+    with_engine(fake_engine())
+    records = corpus_run(sglang=None) + recs(*[bench(family, "roundtrip", "fake", 1.5) for family in ("small", "medium", "big")])
+    text = table.render(records)
+    assert "| family | measure | pickle (baseline) | reference wire v1 | reference wire v2 | Fake 1.0 |" in text
+    assert "|  | round trip | 4 s | 1 s (4.00×) | 500 ms (8.00×) | 1.5 s (2.67×) |" in text
+    assert "- met: reference wire v1 round trip at least 1.2× Fake 1.0's codec at the median: 1.50× over 3 families" in text
+    assert "- met: reference wire v1 round trip at least 1× Fake 1.0's codec in every family." in text
+    behind = recs(*[bench(family, "roundtrip", "fake", 0.9) for family in ("small", "medium", "big")])
+    lines = "\n".join(table.targets(corpus_run(sglang=None) + behind))
+    assert "**MISSED**: reference wire v1 round trip at least 1× Fake 1.0's codec in every family; behind on big 0.90×" in lines
+    assert "Reference wire v1 vs Fake 1.0: not measured" in "\n".join(table.targets(corpus_run(sglang=None)))
+    # the default engine's codec is not this engine's: no column, no target
+    assert "SGLang" not in table.render(corpus_run())
+
+
+def test_an_engine_without_a_bench_target_has_no_target_lines(with_engine):
+    from conformance.benchmarks import interleaved
+
+    with_engine(fake_engine(target=None))
+    records = corpus_run(sglang=None) + recs(*[bench(f, "roundtrip", "fake", 1.5) for f in ("small", "medium", "big")])
+    text = table.render(records)
+    assert "| Fake 1.0 |" in text and "Fake 1.0's codec" not in text and "Reference wire v1 vs" not in text
+    assert interleaved.default_codecs() == ["reference-v1", "pickle"]
+    assert interleaved.targets([interleaved.Row("f", "round trip", {}, {"fake": 2.0})], "reference-v1") == []
+
+
+def test_interleaved_measures_an_engines_bench_codec_and_judges_its_target(with_engine):
+    from conformance.benchmarks import interleaved
+
+    with_engine(fake_engine())
+    assert interleaved.default_codecs() == ["reference-v1", "fake"]
+    rows = interleaved.measure(["reference-v1", "fake", "pickle"], ["control-AbortReq"], rounds=2)
+    text = interleaved.render(rows, ["reference-v1", "fake", "pickle"], "cmd", 2)
+    assert "| family | operation | reference-v1 | fake | pickle |" in text
+    assert re.search(r"^- (met|\*\*MISSED\*\*): reference-v1 round trip at least 1\.2x fake at the corpus median", text, re.M)
+    assert re.search(r"^- (met|\*\*MISSED\*\*): reference-v1 round trip at least 1x fake in every family", text, re.M)
+    assert "x pickle" not in text  # pickle is no target
+    with pytest.raises(ValueError, match="cannot measure absent: Absent 2.0 is not installed"):
+        interleaved.measure(["reference-v1", "absent"], ["control-AbortReq"], rounds=1)
+
+
+def test_the_default_engine_declares_its_codec_as_the_bench_target_under_its_release():
+    from conformance.engines import load_engine
+    from conformance.engines.sglang.bench import RELEASE
+    from conformance.engines.sglang.codec import SGLANG_VERSION
+
+    engine = load_engine()
+    assert engine.bench_target == "sglang" and set(engine.bench_codecs) == {"sglang"}
+    assert engine.bench_labels == {"sglang": f"SGLang {SGLANG_VERSION}"} and RELEASE == SGLANG_VERSION

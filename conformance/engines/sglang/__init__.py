@@ -2,6 +2,8 @@
 
 * :mod:`.engine`: the :class:`~conformance.engines.profile.Engine` (``--engine sglang``, the default).
 * :mod:`.codec`: SGLang's own msgpack codec as a codec under test (``--codec sglang``).
+* :mod:`.bench`: that codec as the benchmarks measure it, and the reference's speed target against it.
+* :mod:`.sync`: following a new SGLang release (``python -m conformance.engines.sglang.sync``).
 * ``failure_lists/``: the findings each released SGLang is known to show; ``findings-*.md``: what they are.
 """
 

@@ -3,6 +3,7 @@
 Frames carry their type (the reference wire's tag). The built-in codecs are
 the reference codec (wire v1 and v2), the pickle baseline (in-band and
 out-of-band) and SGLang's own codec through :mod:`conformance.engines.sglang.codec`.
+The benchmarks time SGLang's codec through :mod:`conformance.engines.sglang.bench`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Mapping
 
 from conformance.engines.profile import Engine
+from conformance.engines.sglang.bench import BENCH_CODECS, BENCH_LABELS, BENCH_TARGET
 from conformance.vectors.format import VECTORS_DIR
 
 __all__ = ["ENGINE", "CODECS"]
@@ -98,4 +100,7 @@ ENGINE = Engine(
     samples=_samples,
     setup=_setup,
     reference_schema=True,
+    bench_codecs=BENCH_CODECS,
+    bench_target=BENCH_TARGET,
+    bench_labels=BENCH_LABELS,
 )
