@@ -1,4 +1,4 @@
-"""Engines: what the suite needs to know about one engine's IPC wire, one module per engine.
+"""Engines: what the suite needs to know about one engine's IPC wire, one package per engine.
 
 The properties, the fuzz harness and the plug-in door are generic; an
 :class:`~conformance.engines.profile.Engine` tells them the engine's message
@@ -6,10 +6,12 @@ types, how a frame's type is known, how to draw its messages, its built-in
 codecs, its pickle baseline, its wire reference and its golden vectors.
 
 Select one with ``python -m conformance --engine NAME`` (or
-``$IPC_CONFORMANCE_ENGINE``); ``sglang`` is the default. ``NAME`` is a key of
-:data:`~conformance.engines.profile.ENGINES` or ``MODULE:ATTR`` naming an
-``Engine`` object, so a third engine (an in-house gateway's schema) is one
-module outside this package, or one module here plus a line in ``ENGINES``.
+``$IPC_CONFORMANCE_ENGINE``); :mod:`.default` names the default. ``NAME`` is a
+key of :data:`~conformance.engines.profile.ENGINES`, which holds every
+subpackage of this package (``sglang/``, ``vllm/``: profile, adapter codec,
+strategies, failure lists, findings), or ``MODULE:ATTR`` naming an ``Engine``
+object, so a third engine (an in-house gateway's schema) is one module outside
+this package, or a new subpackage here: no list to edit.
 """
 
 from .profile import (

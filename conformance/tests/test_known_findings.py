@@ -15,7 +15,7 @@ from conformance.runner.failure_list import FailureListPlugin, parse_failure_lis
 from conformance.runner.seeding import seed_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SGLANG_LIST = os.path.join(ROOT, "conformance", "failure_lists", "sglang-0.5.23.txt")
+SGLANG_LIST = os.path.join(ROOT, "conformance", "engines", "sglang", "failure_lists", "sglang-0.5.23.txt")
 CUDA_CASE = ("test_golden_vector", "i_cuda_device_tensor.json")
 #: What torch says when a CPU-only receiver is handed a 'cuda:0' tensor: the CPU build, then the CUDA build on a machine without a driver.
 TORCH_WORDINGS = [
@@ -81,7 +81,8 @@ def test_sglang_list_matches_the_cuda_finding_under_the_cpu_and_the_cuda_build_o
 
 def test_lists_shipped_are_short_and_every_line_has_a_reason():
     for name, most in (("sglang-0.5.23.txt", 40), ("vllm-0.34.0.txt", 15)):
-        listed = parse_failure_list(os.path.join(ROOT, "conformance", "failure_lists", name))
+        engine = name.partition("-")[0]
+        listed = parse_failure_list(os.path.join(ROOT, "conformance", "engines", engine, "failure_lists", name))
         assert not listed.by_test, f"{name} still has test-id lines"
         assert len(listed.findings) <= most, f"{name}: {len(listed.findings)} lines"
         assert all(line.reason and "TODO" not in line.reason for line in listed.findings), name

@@ -14,7 +14,7 @@ import pytest
 from conformance.engines.sglang.codec import sglang_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SGLANG_LIST = os.path.join(ROOT, "conformance", "failure_lists", "sglang-0.5.23.txt")
+SGLANG_LIST = os.path.join(ROOT, "conformance", "engines", "sglang", "failure_lists", "sglang-0.5.23.txt")
 
 pytestmark = pytest.mark.skipif(not sglang_available(), reason="needs SGLang 0.5.23 (tox -e sglang)")
 
