@@ -11,7 +11,7 @@ below must match it exactly; a field may only ever be appended at the tail.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import ClassVar, List, Optional
 
 import msgspec
 
@@ -40,6 +40,11 @@ class PickleWrapper(msgspec.Struct, tag=True, array_like=True):
     codec never unpickles ``data`` unless it was built with
     ``allow_pickle=True``; otherwise decoding a message that carries one raises
     :class:`reference_codec.DecodeError`.
+
+    ``pickle_carrier`` (a class variable, not a field) says so to generic code:
+    the strategies draw it only when asked (``pickle_wrappers=True``), and the
+    schema-evolution property does not treat it as a schema.
     """
 
+    pickle_carrier: ClassVar[bool] = True
     data: bytes
