@@ -178,7 +178,7 @@ import sys
 from array import array
 from collections import defaultdict
 from types import MappingProxyType
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Tuple
 
 import msgspec
 import numpy as np
@@ -816,8 +816,10 @@ def _dict(walk: _Walk, e: dict, a: dict, path: Any) -> Optional[Difference]:
     )
     if not same_keys:
         return _dict_key_difference(path, ke, ka)
-    if isinstance(e, defaultdict) and e.default_factory is not a.default_factory:
-        return _difference(path, "defaultdict default_factory differs", e.default_factory, a.default_factory)
+    if isinstance(e, defaultdict):
+        assert isinstance(a, defaultdict)  # the walk hands a rule two values of one exact type
+        if e.default_factory is not a.default_factory:
+            return _difference(path, "defaultdict default_factory differs", e.default_factory, a.default_factory)
     if ke and walk.enter(e, a):
         walk.push_items(list(e.values()), list(a.values()), [_Key(k) for k in ke], path)
     return None
@@ -989,11 +991,15 @@ def _array(walk: _Walk, e: array, a: array, path: Any) -> Optional[Difference]:
 # --- numpy ------------------------------------------------------------------------
 
 
+#: How ``int.from_bytes`` reads an element's bytes.
+_ByteOrder = Literal["little", "big"]
+
+
 def _dtype_differs(e: np.dtype, a: np.dtype) -> bool:
     return e.str != a.str or e.descr != a.descr
 
 
-def _element_text(value: Any, raw: bytes, byteorder: Optional[str]) -> _Text:
+def _element_text(value: Any, raw: bytes, byteorder: Optional[_ByteOrder]) -> _Text:
     """An element and its bits (``byteorder``: how to read them as a number; None: show the bytes)."""
     if byteorder is not None and len(raw) <= 16:
         bits = f"bits 0x{int.from_bytes(raw, byteorder):0{2 * len(raw)}x}"
@@ -1002,7 +1008,7 @@ def _element_text(value: Any, raw: bytes, byteorder: Optional[str]) -> _Text:
     return _Text(f"{_show(value)} ({bits})")
 
 
-def _numpy_byteorder(dtype: np.dtype) -> Optional[str]:
+def _numpy_byteorder(dtype: np.dtype) -> Optional[_ByteOrder]:
     """How to read one element's bytes as a number; None where they are not one number."""
     if dtype.fields is not None or dtype.subdtype is not None or dtype.kind in "OSUV":
         return None
@@ -1189,6 +1195,7 @@ def _tensor_value_difference(
         if value.layout is not torch.strided:
             value = value.to_dense()
         value = value.cpu().reshape(-1)[flat]
+        shown: Any
         try:
             shown = value.item()
         except (RuntimeError, TypeError):  # dtypes without a Python scalar (some float8, uint sub-byte)

@@ -97,7 +97,7 @@ import enum
 import json
 import struct
 from array import array
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Type, TypeVar
 
 import msgspec
 import numpy as np
@@ -231,7 +231,7 @@ def schema_types() -> Mapping[str, type]:
     if _SCHEMA_TYPES is None:
         from reference_codec import schema
 
-        classes = list(schema.MESSAGE_TYPES.values()) + list(schema.NESTED_TYPES) + list(schema.ENUM_TYPES)
+        classes: List[type] = list(schema.MESSAGE_TYPES.values()) + list(schema.NESTED_TYPES) + list(schema.ENUM_TYPES)
         for name in schema.__all__:
             obj = getattr(schema, name, None)
             if isinstance(obj, type) and issubclass(obj, (msgspec.Struct, enum.Enum)):
@@ -261,6 +261,10 @@ def from_neutral(obj: Any, *, types: Iterable[type] = ()) -> Any:
     if extra:
         table = {**table, **_by_name(extra)}
     return _From(table).build(obj, ())
+
+
+#: The base class :meth:`_From._class` looks a name up under (a Struct or an Enum).
+_C = TypeVar("_C")
 
 
 class _From:
@@ -365,7 +369,7 @@ class _From:
             out[key] = self.build(pair[1], path + (key,))
         return out
 
-    def _class(self, name: Any, path: Tuple, base: type) -> type:
+    def _class(self, name: Any, path: Tuple, base: Type[_C]) -> Type[_C]:
         cls = self.types.get(name) if type(name) is str else None
         if cls is None or not issubclass(cls, base):
             kind = "struct" if base is msgspec.Struct else "enum"
@@ -493,7 +497,7 @@ def _descr(items: Any) -> list:
     """The neutral (JSON) form of ``dtype.descr`` back to numpy's: tuples, nested descrs, shape tuples."""
     if not isinstance(items, list) or not items:
         raise ValueError("a structured dtype is a non-empty array of [name, type(, shape)]")
-    out = []
+    out: List[Tuple[Any, ...]] = []
     for item in items:
         if not isinstance(item, list) or len(item) not in (2, 3) or not isinstance(item[0], str):
             raise ValueError(f"malformed structured dtype field {item!r:.60}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import msgspec
 
@@ -191,7 +191,7 @@ def ext_code(seed: Seed, c: Choices, probe: PickleProbe) -> Frames:
 _BUFFER_CODES = (wire.EXT_ARRAY, wire.EXT_TORCH_TENSOR, wire.EXT_NDARRAY, wire.EXT_OOB_ARRAY,
                  wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY, wire.EXT_NUMPY_SCALAR)
 
-_HOSTILE_SHAPES = ([2**40], [2**32, 2**32, 16], [-1], [2**63], [2**64 - 1], [1.5], ["4"], [1] * 100,
+_HOSTILE_SHAPES: Tuple[Any, ...] = ([2**40], [2**32, 2**32, 16], [-1], [2**63], [2**64 - 1], [1.5], ["4"], [1] * 100,
                    [2**31, 2**31], [0, 2**62], None, 7, [], [0])
 _HOSTILE_TORCH_DTYPES = ("float128", "object", "torch.float32", "__class__", "", "float32\x00", "Tensor",
                          "_C", "uint1", "float4_e2m1fn_x2", "qint8", 3, None)
@@ -305,7 +305,7 @@ ATTACKS: Dict[str, Callable[[Seed, Choices, PickleProbe], Frames]] = {
 }
 
 
-def attack(seed: Seed, c: Choices, probe: PickleProbe, name: str = None) -> Frames:
+def attack(seed: Seed, c: Choices, probe: PickleProbe, name: Optional[str] = None) -> Frames:
     """Damaged frames from ``seed``: attack ``name``, or one chosen by ``c``; sometimes followed by byte damage."""
     name = name or c.choice(sorted(ATTACKS), "attack")
     frames = ATTACKS[name](seed, c, probe)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
-from typing import List
+from typing import List, Optional
 
 __all__ = ["PickleProbe"]
 
@@ -21,7 +21,7 @@ __all__ = ["PickleProbe"]
 class PickleProbe:
     """Payloads that create ``self.path`` when unpickled, in every pickle protocol flavour that matters."""
 
-    def __init__(self, directory: str = None):
+    def __init__(self, directory: Optional[str] = None):
         self.directory = directory or tempfile.mkdtemp(prefix="ipc-pickle-probe-")
         self.path = os.path.join(self.directory, "code-ran")
 

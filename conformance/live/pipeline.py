@@ -231,11 +231,12 @@ def run_pipeline(
                 idle_timeout_s=idle_timeout_s,
             )
         except TimeoutError as exc:
+            counters: Union[Dict[str, Any], str]
             try:
-                stats = _stop(stop, reports, procs, collected)
+                counters = _stop(stop, reports, procs, collected)
             except PipelineError as stop_failure:
-                stats = f"unavailable ({stop_failure})"
-            raise PipelineError(f"live pipeline ({codec}, {device}) timed out: {exc}; process counters: {stats}") from None
+                counters = f"unavailable ({stop_failure})"
+            raise PipelineError(f"live pipeline ({codec}, {device}) timed out: {exc}; process counters: {counters}") from None
         except PipelineError:
             raise
         except Exception as exc:  # the client's own codec failed (an encode error, say)

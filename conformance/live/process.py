@@ -27,7 +27,7 @@ import dataclasses
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional
 
 import zmq
 
@@ -82,7 +82,7 @@ class Hop:
             raise
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if exc_type is None:
             if self._cpu_at_ready is not None:
                 self.stats["cpu_s"] = time.process_time() - self._cpu_at_ready

@@ -72,7 +72,7 @@ class _Running:
     finished: Optional[Dict[str, Any]] = None
 
 
-_OUT_KEYS = ("val", "idx", "top_val", "top_idx", "ids_val", "ids_idx")
+_OUT_KEYS: Tuple[str, ...] = ("val", "idx", "top_val", "top_idx", "ids_val", "ids_idx")
 
 
 class Scheduler:
@@ -123,6 +123,7 @@ class Scheduler:
         if problem is not None:
             self._token_rows.append(_refused_row(msg, error_reason(problem)))
             return
+        assert msg.input_ids is not None  # _validate refuses a request without input_ids
         sp = msg.sampling_params
         stop = sp.stop if sp.stop is not None else ()
         self.running[rid] = _Running(

@@ -82,6 +82,7 @@ def generate_workload(n: int, seed: int = 0) -> List[WorkItem]:
             items.append(WorkItem(rid, "embedding", [_embedding(rng, rid)]))
         elif kind == "abort":
             req = _generate(rng, rid)
+            assert req.input_ids is not None  # _generate always gives the prompt's token ids
             req.sampling_params.max_new_tokens = MAX_SEQ_LEN - len(req.input_ids)
             req.sampling_params.ignore_eos = True
             # The abort goes first: aborting a request already running would
@@ -190,6 +191,7 @@ def _break(rng: random.Random, req: s.TokenizedGenerateReqInput) -> None:
     how = rng.randrange(5)
     sp = req.sampling_params
     if how == 0:
+        assert req.input_ids is not None  # a request from _generate, which always gives token ids
         req.input_ids = array("q", list(req.input_ids) + [tokenizer.VOCAB_SIZE + rng.randrange(1000)])
     elif how == 1:
         sp.temperature = -rng.choice([0.5, 1.0])

@@ -347,7 +347,8 @@ class FailureListPlugin:
     def _legacy(self, item, report) -> None:
         """The older form: one listed test as a whole, with an optional message prefix."""
         entry = self.entries.get(short_id(item.nodeid))
-        if entry is None or getattr(report, "wasxfail", ""):
+        wasxfail = getattr(report, "wasxfail", "")  # pytest sets it (to the reason) on an xfail
+        if entry is None or wasxfail:
             return
         if report.failed:
             message = _failure_message(report)

@@ -91,7 +91,9 @@ def _profile() -> str:
 def _examples() -> Optional[int]:
     from hypothesis import settings
 
-    return settings.default.max_examples
+    default = settings.default
+    assert default is not None  # None only while hypothesis is still importing; it loads a profile on import
+    return default.max_examples
 
 
 def _reproduce_line(item) -> str:
@@ -296,7 +298,7 @@ class ConformanceReport:
             for kind, nodeids in ordered[:_SUMMARY_FAILURES]:
                 group = [failed[n] for n in nodeids]
                 lines.append(f"  {len(nodeids):4d} x {kind[:160]}")
-                shapes = sorted({r.get("path_shape") for r in group if r.get("path_shape")})
+                shapes = sorted({r["path_shape"] for r in group if r.get("path_shape")})
                 properties = {n.partition("::")[2].partition("[")[0] for n in nodeids}
                 if shapes:
                     shown = ", ".join(shapes[:4]) + (f" and {len(shapes) - 4} more" if len(shapes) > 4 else "")

@@ -47,7 +47,9 @@ def run_seed(config: pytest.Config) -> Optional[int]:
         return seed
     from hypothesis import settings
 
-    return DEFAULT_SEED if settings.default.derandomize else None
+    default = settings.default
+    assert default is not None  # None only while hypothesis is still importing; it loads a profile on import
+    return DEFAULT_SEED if default.derandomize else None
 
 
 def _parse_seed(text: str) -> int:

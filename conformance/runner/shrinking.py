@@ -242,7 +242,7 @@ class ShrinkBudgetPlugin:
             if state.shrink_started:
                 self.spent += (state.shrink_ended or time.monotonic()) - state.shrink_started
             if state.first is not None:
-                item.stash[SHRINK_OUTCOME] = self._outcome(state)
+                item.stash[SHRINK_OUTCOME] = self._outcome(state, state.first)
 
     def _wrap(self, inner: Callable, state: _TestState) -> Callable:
         budget = self.budget
@@ -285,8 +285,7 @@ class ShrinkBudgetPlugin:
 
         return call
 
-    def _outcome(self, state: _TestState) -> ShrinkOutcome:
-        first = state.first
+    def _outcome(self, state: _TestState, first: _Seen) -> ShrinkOutcome:
         seconds = ((state.shrink_ended or time.monotonic()) - state.shrink_started) if state.shrink_started else 0.0
         if state.stopped == "elsewhere":
             status, detail = "not shrunk", f"first failing example; the same failure is shrunk in {short_id(state.owner)}"

@@ -34,7 +34,7 @@ class VariantCoverage:
         self.stop_observing = draws.observe(self.record)
         workerinput = getattr(config, "workerinput", None)
         self.worker = workerinput is not None
-        if self.worker:
+        if workerinput is not None:
             self.directory, self.owns = workerinput[_DIR_KEY], False
         else:
             self.directory, self.owns = tempfile.mkdtemp(prefix="conformance-coverage-"), True

@@ -46,7 +46,7 @@ import os
 import signal
 import subprocess
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, List, Optional, Sequence, Tuple, Type
 
 import msgspec
 
@@ -158,6 +158,11 @@ class _Process:
             cwd=cwd,
             start_new_session=posix,
         )
+        # All three are pipes (PIPE above), so Popen opened each of them.
+        assert self.popen.stdin is not None and self.popen.stdout is not None and self.popen.stderr is not None
+        self.stdin: IO[bytes] = self.popen.stdin
+        self.stdout: IO[bytes] = self.popen.stdout
+        self._stderr_pipe: IO[bytes] = self.popen.stderr
         self._group = posix
         self._lock = threading.Lock()  # orders kills against reaping, so a reused pid is never signalled
         self.expired = False
@@ -171,7 +176,7 @@ class _Process:
         return self.popen.pid
 
     def _drain_stderr(self) -> None:
-        stream = self.popen.stderr
+        stream = self._stderr_pipe
         try:
             fd = stream.fileno()
             while True:
@@ -230,14 +235,14 @@ class _Process:
     def close(self, grace: float) -> None:
         """Close its stdin (a testee exits at end of input), wait ``grace`` seconds, then kill."""
         try:
-            self.popen.stdin.close()
+            self.stdin.close()
         except (OSError, ValueError):
             pass
         if grace <= 0 or self.wait(grace) is None:
             self.kill()
             self.wait(5.0)
         try:
-            self.popen.stdout.close()
+            self.stdout.close()
         except (OSError, ValueError):
             pass
         self._stderr_thread.join(1.0)
@@ -339,6 +344,7 @@ class TesteeCodec:
             with self._lock:
                 if self._hello is None:
                     self._ensure_started()
+        assert self._hello is not None  # a successful start records the hello (or it raises)
         return self._hello[key]
 
     @property
@@ -519,11 +525,11 @@ class TesteeCodec:
         watchdog.start()
         try:
             try:
-                protocol.write_frame(proc.popen.stdin, body)
+                protocol.write_frame(proc.stdin, body)
             except (OSError, ValueError) as exc:
                 raise self._failure(proc, where, timeout, f"its stdin is closed ({exc})", ended=True) from None
             try:
-                response = protocol.read_message(proc.popen.stdout, max_size=self.max_message_bytes)
+                response = protocol.read_message(proc.stdout, max_size=self.max_message_bytes)
             except TruncatedMessage as exc:
                 raise self._failure(proc, where, timeout, str(exc), ended=True) from None
             except ProtocolError as exc:
@@ -577,6 +583,7 @@ class TesteeCodec:
 
     def _reported(self, op: str, response: Dict[str, Any]) -> TesteeError:
         kind, message = response["error_kind"], response["message"]
+        cls: Type[TesteeError]
         if kind == "encode_error" and op in ("encode", "roundtrip"):
             cls = TesteeEncodeError
         elif kind == "unsupported":

@@ -18,7 +18,7 @@ limit with a hint that says so.
 from __future__ import annotations
 
 import struct
-from typing import Any, BinaryIO, Dict, Optional
+from typing import IO, Any, Dict, Optional
 
 import msgspec
 
@@ -86,14 +86,14 @@ def encode_message(obj: Dict[str, Any], *, max_size: int = DEFAULT_MAX_MESSAGE_B
     return body
 
 
-def write_frame(stream: BinaryIO, body: bytes) -> None:
+def write_frame(stream: IO[bytes], body: bytes) -> None:
     """Write an already encoded body (see :func:`encode_message`) with its length prefix, and flush."""
     stream.write(_PREFIX.pack(len(body)))
     stream.write(body)
     stream.flush()
 
 
-def write_message(stream: BinaryIO, obj: Dict[str, Any], *, max_size: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+def write_message(stream: IO[bytes], obj: Dict[str, Any], *, max_size: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
     """Write ``obj`` as one framed message and flush.
 
     Raises :class:`ProtocolError` before writing anything when the encoded
@@ -104,7 +104,7 @@ def write_message(stream: BinaryIO, obj: Dict[str, Any], *, max_size: int = DEFA
     write_frame(stream, encode_message(obj, max_size=max_size))
 
 
-def _read_exactly(stream: BinaryIO, n: int) -> bytes:
+def _read_exactly(stream: IO[bytes], n: int) -> bytes:
     chunks = []
     remaining = n
     while remaining:
@@ -116,7 +116,7 @@ def _read_exactly(stream: BinaryIO, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_message(stream: BinaryIO, *, max_size: int = DEFAULT_MAX_MESSAGE_BYTES) -> Optional[Dict[str, Any]]:
+def read_message(stream: IO[bytes], *, max_size: int = DEFAULT_MAX_MESSAGE_BYTES) -> Optional[Dict[str, Any]]:
     """The next message on ``stream`` as a dict, or ``None`` at a clean end of stream.
 
     A clean end is end-of-stream before the first byte of a length prefix.

@@ -120,6 +120,7 @@ def _verify(case: Case, frames: List[bytes], value: Any, expected: Any) -> None:
     if case.kind == "n":
         if error is None:
             raise VectorError(f"{where}: the reference decodes this n_ vector (to {type(decoded).__name__})")
+        assert case.reject_reason is not None  # build_vector refuses an n_ case without one
         if case.reject_reason not in error.reason:
             raise VectorError(f"{where}: reject_reason {case.reject_reason!r} is not in the reference's reason {error.reason!r}")
         return

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import importlib
 import pickle
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Type, cast
 
 import msgspec
 
@@ -148,8 +148,9 @@ class SGLangCodec:
                     kwargs[field] = self._convert(item, table, to_sglang)
             return target(**kwargs)
         if isinstance(value, enum.Enum):
-            target = table.get(t.__name__)
-            return target[value.name] if target is not None else value
+            # The table maps names to classes of any kind; this name is an enum's on both sides.
+            enum_cls = cast(Optional[Type[enum.Enum]], table.get(t.__name__))
+            return enum_cls[value.name] if enum_cls is not None else value
         if t is list:
             return [self._convert(v, table, to_sglang) for v in value]
         if t is tuple:

@@ -13,7 +13,7 @@ empty semantic registry). Imports vLLM only when a strategy is built.
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Union
 
 __all__ = ["REFUSED", "message_strategy"]
 
@@ -180,6 +180,9 @@ def _validation_errors():
     return (VLLMValidationError, ValueError, TypeError, AssertionError)
 
 
+#: Strategies by field name or by type, as ``strategies.from_struct`` takes them.
+_Overrides = Dict[Union[str, type], Any]
+
 #: Draws each validated class's constructor refused, by class (for the test that keeps the ranges honest).
 REFUSED: Dict[type, int] = {}
 
@@ -192,7 +195,9 @@ def _validated(cls: type, fields: Mapping[str, Any], types: Mapping[type, Any]):
 
     from strategies import from_struct
 
-    inner = from_struct(cls, {**fields, **{t: s for t, s in types.items() if t is not cls}}, registry=_registry(), untyped=_untyped(), batch_field=None)
+    overrides: _Overrides = {name: s for name, s in fields.items()}
+    overrides.update((t, s) for t, s in types.items() if t is not cls)
+    inner = from_struct(cls, overrides, registry=_registry(), untyped=_untyped(), batch_field=None)
 
     @st.composite
     def draw_valid(draw):
@@ -211,5 +216,6 @@ def message_strategy(cls: type):
     """Valid vLLM messages of type ``cls``: the generic builder with vLLM's meaning (module docstring)."""
     from strategies import from_struct
 
-    return from_struct(cls, dict(_type_overrides()), registry=_registry(), untyped=_untyped(), batch_field=None)
+    overrides: _Overrides = {t: s for t, s in _type_overrides().items()}  # a copy: the cached table stays as built
+    return from_struct(cls, overrides, registry=_registry(), untyped=_untyped(), batch_field=None)
 
