@@ -137,7 +137,7 @@ def _remeasure(
             out = os.path.abspath(os.path.join(out_dir, f"alternation{i + 1}-{side}.json"))
             if os.path.exists(out):
                 os.remove(out)
-            rc = _pytest(out, base_tree if side == "base" else ROOT, [*pytest_args, "-k", expr], full,
+            rc = _pytest(out, base_tree if side == "base" and base_tree is not None else ROOT, [*pytest_args, "-k", expr], full,
                          {"IPC_BENCH_LIVE": "0"}, quiet=True)
             got[side] = results.load(out) if rc == 0 and os.path.exists(out) else []
             measured = ", ".join(f"{r.family} {r.op} {r.codec} {table.fmt_time(r.median)}" for r in got[side])

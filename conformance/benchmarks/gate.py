@@ -359,13 +359,15 @@ def confirm(
     the alternations that measured it, "unmeasured" when none did (it stays a
     regression), "noise" otherwise. Pure: no measurement, no I/O.
     """
-    opts = dict(threshold=threshold, iqr_factor=iqr_factor, max_threshold=max_threshold, codecs=None)
     per_trial = []
     for base, cur in trials:
-        main = {r.name: r for r in compare(base, cur, normalize=normalize, **opts).rows}
-        yard: Dict[str, GateRow] = {}
-        if yardstick and yardstick != normalize:
-            yard = {r.name: r for r in compare(base, cur, normalize=yardstick, **opts).rows}
+
+        def rows_by_name(by: Optional[str]) -> Dict[str, GateRow]:
+            report = compare(base, cur, normalize=by, threshold=threshold, iqr_factor=iqr_factor, max_threshold=max_threshold, codecs=None)
+            return {r.name: r for r in report.rows}
+
+        main = rows_by_name(normalize)
+        yard: Dict[str, GateRow] = rows_by_name(yardstick) if yardstick and yardstick != normalize else {}
         per_trial.append((main, yard))
     rows = []
     for f in flagged_rows:
@@ -380,11 +382,12 @@ def confirm(
                     column.append(None)
                 continue
             y = yard.get(f.name)
-            y_measured = y is not None and y.verdict in ("ok", "REGRESSION", "faster")
+            if y is not None and y.verdict not in ("ok", "REGRESSION", "faster"):
+                y = None  # the yardstick was not measured in this alternation
             changes.append(m.change)
             allowed.append(m.allowed)
-            vs_yard.append(y.change if y_measured else None)
-            regressed.append(m.verdict == "REGRESSION" and (not y_measured or y.verdict == "REGRESSION"))
+            vs_yard.append(y.change if y is not None else None)
+            regressed.append(m.verdict == "REGRESSION" and (y is None or y.verdict == "REGRESSION"))
         votes = [r for r in regressed if r is not None]
         if not votes:
             verdict = "unmeasured"

@@ -208,7 +208,7 @@ def targets(records: List[Record]) -> List[str]:
             lines.append(f"Reference {label} round trip vs pickle: not measured.")
             continue
         med = statistics.median(ups.values())
-        worst = min(ups, key=ups.get)
+        worst = min(ups, key=ups.__getitem__)
         lines.append(
             f"{_mark(med >= ROUND_TRIP_VS_PICKLE_MEDIAN)}: reference {label} round trip at least "
             f"{ROUND_TRIP_VS_PICKLE_MEDIAN:g}× pickle at the corpus median: {_ratio(med)} over {len(ups)} families."
@@ -249,14 +249,14 @@ def targets(records: List[Record]) -> List[str]:
     if peaks:
         over = [f for f, x in peaks if x > PEAK_RATIO_TARGET]
         detail = ", ".join(f"{f} {x:.2f}" for f, x in peaks)
-        v1 = [(r.family, r.extra["peak_ratio"]) for r in records if r.op == "memory" and r.codec == "reference-v1" and r.extra.get("peak_ratio") is not None]
+        v1_peaks = [(r.family, r.extra["peak_ratio"]) for r in records if r.op == "memory" and r.codec == "reference-v1" and r.extra.get("peak_ratio") is not None]
         v1_text = ""
-        if v1:
-            v1_over = [f for f, x in v1 if x > PEAK_RATIO_TARGET]
+        if v1_peaks:
+            v1_over = [f for f, x in v1_peaks if x > PEAK_RATIO_TARGET]
             v1_text = (
                 " Wire v1 from a writable frame (tensors are views of it where their bytes are aligned, "
                 "copied where not; see reference_codec/wire.py, Copies per buffer): "
-                + ("within target." if not v1_over else f"over on {', '.join(f'{f} {x:.2f}' for f, x in v1 if x > PEAK_RATIO_TARGET)}.")
+                + ("within target." if not v1_over else f"over on {', '.join(f'{f} {x:.2f}' for f, x in v1_peaks if x > PEAK_RATIO_TARGET)}.")
             )
         lines.append(
             f"{_mark(not over)}: wire v2 decode peak memory at most {PEAK_RATIO_TARGET:g}× the payload "

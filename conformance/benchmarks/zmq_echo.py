@@ -11,7 +11,7 @@ until ZeroMQ has released them). ``[b"ping"]`` is answered with
 from __future__ import annotations
 
 import sys
-from typing import Any, List
+from typing import Any, Dict, List
 
 import zmq
 
@@ -37,11 +37,11 @@ class NamedCodec:
 
 
 def serve(endpoint: str) -> None:
-    ctx = zmq.Context.instance()
+    ctx: zmq.Context = zmq.Context.instance()
     sock = ctx.socket(zmq.PAIR)
     sock.linger = 0
     sock.bind(endpoint)
-    codecs = {}
+    codecs: Dict[str, Any] = {}
     try:
         while True:
             frames = sock.recv_multipart(copy=False)
