@@ -74,6 +74,7 @@ __all__ = [
     "type_info",
     "struct_info",
     "unwrap",
+    "is_untyped",
     "element_type",
     "is_set",
     "children",
@@ -158,6 +159,13 @@ def unwrap(t: mi.Type) -> mi.Type:
     while isinstance(t, mi.Metadata):
         t = t.type
     return t
+
+
+def is_untyped(t: mi.Type) -> bool:
+    """Whether ``t`` (through Metadata) is ``Any`` or ``object``: a position whose type says nothing of its values."""
+    t = unwrap(t)
+    # msgspec reports ``Any`` as AnyType but a bare ``object`` annotation as CustomType(object).
+    return isinstance(t, mi.AnyType) or (isinstance(t, mi.CustomType) and t.cls is object)
 
 
 def element_type(t: mi.Type) -> Optional[mi.Type]:

@@ -89,6 +89,12 @@ def test_only_sets_and_frozensets_are_sets():
     assert not any(tt.is_set(tt.type_info(a)) for a in (List[int], Tuple[int, ...], Dict[int, int], Tuple[int]))
 
 
+def test_any_and_object_are_untyped_through_metadata_and_nothing_else_is():
+    assert tt.is_untyped(tt.type_info(Any)) and tt.is_untyped(tt.type_info(object))
+    assert tt.is_untyped(tt.type_info(Annotated[Any, msgspec.Meta(extra={"why": "test"})]))
+    assert not any(tt.is_untyped(tt.type_info(a)) for a in (Optional[Any], List[Any], int, Leaf))
+
+
 def test_a_non_collection_has_no_element_type():
     assert tt.element_type(tt.type_info(Dict[str, int])) is None
     assert tt.element_type(tt.type_info(Tuple[int, str])) is None
