@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple, TypedDict, Union
+from typing import Annotated, Any, Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple, TypedDict, Union
 
 import msgspec
 import pytest
 from msgspec import inspect as mi
-from typing_extensions import Annotated
 
 from reference_codec import type_tree as tt
 from reference_codec.type_tree import ARM, FIELD, INDEX, ITEM, KEY, VALUE, Step
