@@ -56,6 +56,8 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 import msgspec
 from msgspec import inspect as mi
 
+from reference_codec.type_tree import MAPPING_TYPES, children, type_info, unwrap
+
 __all__ = ["Change", "diff_schemas", "diff_struct", "discover_messages", "load_schema", "type_text", "summary_line", "main"]
 
 
@@ -101,26 +103,20 @@ class Change:
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
-def _unwrap(t: mi.Type) -> mi.Type:
-    while isinstance(t, mi.Metadata):
-        t = t.type
-    return t
-
-
 def type_text(t: mi.Type) -> str:
     """A structural spelling of a msgspec type, structs and enums by name, constraints left out (see :func:`constraints`)."""
-    t = _unwrap(t)
+    t = unwrap(t)
     if isinstance(t, mi.StructType):
         return t.cls.__name__
     if isinstance(t, mi.EnumType):
         return f"enum {t.cls.__name__}{sorted(m.value for m in t.cls)!r}"
     if isinstance(t, mi.UnionType):
         return " | ".join(sorted(type_text(a) for a in t.types))
-    if isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+    if isinstance(t, mi.CollectionType):  # list, set, frozenset, vartuple
         return f"{type(t).__name__[:-4].lower()}[{type_text(t.item_type)}]"
     if isinstance(t, mi.TupleType):
         return f"tuple[{', '.join(type_text(x) for x in t.item_types)}]"
-    if isinstance(t, mi.DictType):
+    if isinstance(t, MAPPING_TYPES):  # a frozendict is the same msgpack map
         return f"dict[{type_text(t.key_type)}, {type_text(t.value_type)}]"
     if isinstance(t, mi.LiteralType):
         return f"literal{sorted(map(repr, t.values))}"
@@ -163,7 +159,7 @@ def constraints(t: mi.Type) -> Dict[str, Any]:
 def _constraint_changes(old: mi.Type, new: mi.Type) -> Tuple[List[str], List[str]]:
     """(tightened, loosened) constraint descriptions from ``old`` to ``new``."""
     a, b = constraints(old), constraints(new)
-    if isinstance(_unwrap(old), mi.IntType) and isinstance(_unwrap(new), mi.IntType):
+    if isinstance(unwrap(old), mi.IntType) and isinstance(unwrap(new), mi.IntType):
         for bounds in (a, b):  # an absent int bound is int64's, so that moving it either way reads right
             bounds.setdefault("ge", _INT_MIN)
             bounds.setdefault("le", _INT_MAX)
@@ -187,7 +183,7 @@ def _constraint_changes(old: mi.Type, new: mi.Type) -> Tuple[List[str], List[str
 
 
 def _arms(t: mi.Type) -> Set[str]:
-    t = _unwrap(t)
+    t = unwrap(t)
     if isinstance(t, mi.UnionType):
         return {type_text(a) for a in t.types}
     return {type_text(t)}
@@ -203,7 +199,7 @@ def _widens(old: mi.Type, new: mi.Type) -> bool:
 
 def _arm_key(t: mi.Type) -> str:
     """Which arm of another version's union this one is: structs and enums by name, the rest by kind."""
-    t = _unwrap(t)
+    t = unwrap(t)
     if isinstance(t, (mi.StructType, mi.EnumType, mi.CustomType)):
         return t.cls.__name__
     return type(t).__name__
@@ -212,9 +208,10 @@ def _arm_key(t: mi.Type) -> str:
 def _matched(old: mi.Type, new: mi.Type, out: List[Tuple[mi.Type, mi.Type]]) -> None:
     """The types at the same places of ``old`` and ``new``: struct pairs of one name (to compare in turn) and leaf pairs (to compare constraints).
 
-    Union arms match by :func:`_arm_key`, containers by their item, key and value types.
+    Union arms match by :func:`_arm_key`, containers by their item, key and value types
+    (the same :func:`~reference_codec.type_tree.children` step on both sides).
     """
-    a, b = _unwrap(old), _unwrap(new)
+    a, b = unwrap(old), unwrap(new)
     if isinstance(a, mi.StructType) and isinstance(b, mi.StructType):
         if a.cls.__name__ == b.cls.__name__:
             out.append((a, b))
@@ -229,16 +226,14 @@ def _matched(old: mi.Type, new: mi.Type, out: List[Tuple[mi.Type, mi.Type]]) -> 
         return
     if type(a) is not type(b):
         return
-    if isinstance(a, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
-        out.append((old, new))  # the collection's own length bounds
-        _matched(a.item_type, b.item_type, out)
-    elif isinstance(a, mi.DictType):
-        out.append((old, new))
-        _matched(a.key_type, b.key_type, out)
-        _matched(a.value_type, b.value_type, out)
-    elif isinstance(a, mi.TupleType):
-        for x, y in zip(a.item_types, b.item_types):
-            _matched(x, y, out)
+    if isinstance(a, (mi.CollectionType, mi.TupleType)) or isinstance(a, MAPPING_TYPES):
+        if not isinstance(a, mi.TupleType):
+            out.append((old, new))  # the collection's own length bounds
+        theirs = dict(children(b))
+        for step, x in children(a):
+            y = theirs.get(step)
+            if y is not None:
+                _matched(x, y, out)
     else:
         out.append((old, new))
 
@@ -267,7 +262,7 @@ def diff_struct(tag: str, old: type, new: type, *, _path: str = "", _seen: Optio
     seen = set() if _seen is None else _seen
     seen.add((old, new))
     path = _path or tag
-    a, b = mi.type_info(old), mi.type_info(new)
+    a, b = _struct_type(old), _struct_type(new)
     changes: List[Change] = []
 
     def change(kind: str, detail: str, breaking: bool, field: str = "") -> None:
@@ -291,9 +286,16 @@ def diff_struct(tag: str, old: type, new: type, *, _path: str = "", _seen: Optio
         matched: List[Tuple[mi.Type, mi.Type]] = []
         _matched(fa.type, fb.type, matched)
         for x, y in matched:
-            if isinstance(x, mi.StructType) and (x.cls, y.cls) not in seen:
+            if isinstance(x, mi.StructType) and isinstance(y, mi.StructType) and (x.cls, y.cls) not in seen:
                 changes += diff_struct(tag, x.cls, y.cls, _path=f"{path}.{name} -> {y.cls.__name__}", _seen=seen)
     return changes
+
+
+def _struct_type(cls: type) -> mi.StructType:
+    info = type_info(cls)
+    if not isinstance(info, mi.StructType):
+        raise TypeError(f"{cls!r} is not a msgspec.Struct class")
+    return info
 
 
 def _about(change, field: str):
@@ -357,7 +359,7 @@ def _field_changes(name: str, fa: mi.Field, fb: mi.Field, change) -> None:
         matched: List[Tuple[mi.Type, mi.Type]] = []
         _matched(fa.type, fb.type, matched)
         for x, y in matched:
-            if not isinstance(_unwrap(x), mi.StructType):
+            if not isinstance(unwrap(x), mi.StructType):
                 more_tight, more_loose = _constraint_changes(x, y)
                 tightened += more_tight
                 loosened += more_loose
@@ -413,10 +415,10 @@ def discover_messages(module: pytypes.ModuleType) -> Dict[str, type]:
             continue
         seen.add(cls)
         queue.extend(cls.__subclasses__())
-        tag = mi.type_info(cls).tag
+        tag = _struct_type(cls).tag
         if not isinstance(tag, str) or not ours(cls):
             continue
-        if any(isinstance(mi.type_info(sub).tag, str) and ours(sub) for sub in cls.__subclasses__()):
+        if any(isinstance(_struct_type(sub).tag, str) and ours(sub) for sub in cls.__subclasses__()):
             continue
         other = found.get(tag)
         if other is not None and other is not cls:

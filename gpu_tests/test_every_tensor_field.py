@@ -21,6 +21,7 @@ from reference_codec import ReferenceCodec
 from reference_codec import schema as s
 from reference_codec.samples import batch_token_id_output, minimal
 from reference_codec.schema import MESSAGE_TYPES
+from reference_codec.type_tree import reachable_structs, struct_info, walk
 
 
 def _mm(**fields) -> s.TokenizedGenerateReqInput:
@@ -81,30 +82,12 @@ def devices():
 
 def typed_tensor_fields():
     """``Struct.field`` for every field whose declared type contains ``torch.Tensor``, in any message."""
-    found, seen = set(), set()
-
-    def walk(t, owner, field):
-        if isinstance(t, mi.CustomType) and t.cls is torch.Tensor:
-            found.add(f"{owner}.{field}")
-        elif isinstance(t, mi.StructType) and t.cls not in seen:
-            seen.add(t.cls)
-            for f in t.fields:
-                walk(f.type, t.cls.__name__, f.name)
-        elif isinstance(t, mi.UnionType):
-            for a in t.types:
-                walk(a, owner, field)
-        elif isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
-            walk(t.item_type, owner, field)
-        elif isinstance(t, mi.TupleType):
-            for a in t.item_types:
-                walk(a, owner, field)
-        elif isinstance(t, mi.DictType):
-            walk(t.key_type, owner, field)
-            walk(t.value_type, owner, field)
-
-    for cls in MESSAGE_TYPES.values():
-        walk(mi.type_info(cls), None, None)
-    return found
+    return {
+        f"{cls.__name__}.{f.name}"
+        for cls in reachable_structs(MESSAGE_TYPES.values())
+        for f in struct_info(cls).fields
+        if any(isinstance(t, mi.CustomType) and t.cls is torch.Tensor for _, t in walk(f.type, into_structs=False))
+    }
 
 
 def test_every_tensor_typed_field_of_the_schema_is_covered_here():

@@ -5,7 +5,6 @@ Used only on error paths, so clarity beats speed here.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Callable, List, Optional, Tuple
 
@@ -13,6 +12,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from .errors import format_path
+from .type_tree import MAPPING_TYPES, element_type, type_info, unwrap
 
 __all__ = ["locate", "named_path", "parse_msgspec_path", "generic_body"]
 
@@ -68,46 +68,42 @@ def named_path(root_type: object, body: object, positional: List) -> str:
     """Translate a positional path into the body (``[0][14][2]``) into field names (``$.rids[2]``)."""
     parts: List = []
     field: Optional[mi.Field]  # None where a map key names no field
-    type_info = _type_info(root_type)
+    # type_info is cached: uncached, every rejected frame paid the ~40 ms of
+    # inspecting the 100-message union, so a peer sending junk cost the
+    # receiver 40 ms a frame (found by the fuzz loop's throughput).
+    t = type_info(root_type)
     value = body
     for step in positional:
-        type_info = _resolve(type_info, value)
-        if isinstance(type_info, mi.StructType) and isinstance(step, int) and type_info.array_like:
-            offset = 1 if type_info.tag is not None else 0
+        t = _resolve(t, value)
+        item = element_type(t)
+        if isinstance(t, mi.StructType) and isinstance(step, int) and t.array_like:
+            offset = 1 if t.tag is not None else 0
             index = step - offset
-            if 0 <= index < len(type_info.fields):
-                field = type_info.fields[index]
+            if 0 <= index < len(t.fields):
+                field = t.fields[index]
                 parts.append(field.name)
-                type_info = field.type
+                t = field.type
             else:
                 parts.append(step)
-                type_info = mi.AnyType()
-        elif isinstance(type_info, mi.StructType) and isinstance(step, str):
-            field = next((f for f in type_info.fields if f.encode_name == step), None)
+                t = mi.AnyType()
+        elif isinstance(t, mi.StructType) and isinstance(step, str):
+            field = next((f for f in t.fields if f.encode_name == step), None)
             parts.append(field.name if field else step)
-            type_info = field.type if field else mi.AnyType()
-        elif isinstance(type_info, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+            t = field.type if field else mi.AnyType()
+        elif item is not None:
             parts.append(step)
-            type_info = type_info.item_type
-        elif isinstance(type_info, mi.TupleType) and isinstance(step, int) and step < len(type_info.item_types):
+            t = item
+        elif isinstance(t, mi.TupleType) and isinstance(step, int) and step < len(t.item_types):
             parts.append(step)
-            type_info = type_info.item_types[step]
-        elif isinstance(type_info, mi.DictType):
+            t = t.item_types[step]
+        elif isinstance(t, MAPPING_TYPES):
             parts.append(step)
-            type_info = type_info.value_type
+            t = t.value_type
         else:
             parts.append(step)
-            type_info = mi.AnyType()
+            t = mi.AnyType()
         value = _child(value, step)
     return format_path(parts)
-
-
-@functools.lru_cache(maxsize=16)
-def _type_info(root_type: object) -> mi.Type:
-    # Inspecting the 100-message union takes ~40 ms; uncached, every rejected
-    # frame paid it, so a peer sending junk cost the receiver 40 ms a frame
-    # (found by the fuzz loop's throughput).
-    return mi.type_info(root_type)
 
 
 def _child(value: object, step: object) -> object:
@@ -121,21 +117,22 @@ def _child(value: object, step: object) -> object:
     return None
 
 
-def _resolve(type_info: mi.Type, value: object) -> mi.Type:
-    """Pick the union arm (or struct) that ``value`` in the generic body stands for."""
-    if not isinstance(type_info, mi.UnionType):
-        return type_info
-    arms = [t for t in type_info.types if not isinstance(t, mi.NoneType)]
+def _resolve(t: mi.Type, value: object) -> mi.Type:
+    """``t`` without Metadata, and for a union the arm (or struct) that ``value`` in the generic body stands for."""
+    t = unwrap(t)
+    if not isinstance(t, mi.UnionType):
+        return t
+    arms = [unwrap(a) for a in t.types if not isinstance(unwrap(a), mi.NoneType)]
     if isinstance(value, list) and value and isinstance(value[0], str):
         for arm in arms:
             if isinstance(arm, mi.StructType) and arm.tag == value[0]:
                 return arm
     for arm in arms:
-        if isinstance(value, list) and isinstance(arm, (mi.ListType, mi.VarTupleType, mi.TupleType, mi.SetType)):
+        if isinstance(value, list) and (element_type(arm) is not None or isinstance(arm, mi.TupleType)):
             return arm
         if isinstance(value, list) and isinstance(arm, mi.StructType) and arm.array_like:
             return arm
-        if isinstance(value, dict) and isinstance(arm, (mi.DictType, mi.StructType)):
+        if isinstance(value, dict) and isinstance(arm, (*MAPPING_TYPES, mi.StructType)):
             return arm
     return arms[0] if len(arms) == 1 else mi.AnyType()
 

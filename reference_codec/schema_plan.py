@@ -18,6 +18,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from .schema import PickleWrapper
+from .type_tree import MAPPING_TYPES, element_type, is_set, is_untyped, struct_info, unwrap
 
 __all__ = ["Node", "ANY", "OPAQUE", "plan_for", "walker_for", "Visitor", "Walker"]
 
@@ -49,9 +50,8 @@ def plan_for(cls: type) -> Optional[List[Tuple[str, Node]]]:
     except KeyError:
         pass
     _struct_plans[cls] = None  # cycle guard: a struct cannot contain itself by value here
-    info = cast(mi.StructType, mi.type_info(cls))
     plan = []
-    for field in info.fields:
+    for field in struct_info(cls).fields:
         node = _node(field.type)
         if node is not None:
             plan.append((field.name, node))
@@ -65,29 +65,26 @@ def _struct_node(cls: type) -> Optional[Node]:
     return Node("struct", structs={cls: Node("fields")}) if plan_for(cls) else None
 
 
-def _is_untyped(t: mi.Type) -> bool:
-    # msgspec reports ``Any`` as AnyType but a bare ``object`` annotation as CustomType(object).
-    return isinstance(t, mi.AnyType) or (isinstance(t, mi.CustomType) and t.cls is object)
-
-
 def _node(t: mi.Type) -> Optional[Node]:
-    if _is_untyped(t):
+    t = unwrap(t)
+    if is_untyped(t):
         return ANY
     if isinstance(t, mi.StructType):
         return _struct_node(t.cls)
-    if isinstance(t, (mi.SetType, mi.FrozenSetType)):
-        # Every typed set is visited: a set has no canonical order, so the
-        # encoder writes it sorted to keep a second hop byte-identical.
-        return Node("set", _node(t.item_type))
-    if isinstance(t, (mi.ListType, mi.VarTupleType)):
-        child = _node(t.item_type)
+    item = element_type(t)
+    if item is not None:
+        if is_set(t):
+            # Every typed set is visited: a set has no canonical order, so the
+            # encoder writes it sorted to keep a second hop byte-identical.
+            return Node("set", _node(item))
+        child = _node(item)
         return Node("seq", child) if child else None
     if isinstance(t, mi.TupleType):
         children = [_node(x) for x in t.item_types]
         if any(children):
             raise TypeError("fixed tuples holding untyped values are not supported by the schema plan")
         return None
-    if isinstance(t, mi.DictType):
+    if isinstance(t, MAPPING_TYPES):
         child = _node(t.value_type)
         return Node("dict", child) if child else None
     if isinstance(t, mi.UnionType):
@@ -96,8 +93,8 @@ def _node(t: mi.Type) -> Optional[Node]:
         # fallback for every value that is not one of the union's structs.
         structs: Dict[type, Node] = {}
         other: Optional[Node] = None
-        for arm in t.types:
-            if _is_untyped(arm):
+        for arm in map(unwrap, t.types):
+            if is_untyped(arm):
                 return ANY
             if isinstance(arm, mi.StructType):
                 node = _struct_node(arm.cls)

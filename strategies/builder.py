@@ -44,6 +44,7 @@ so a default message must not hold one.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import datetime
 import functools
@@ -61,6 +62,19 @@ from hypothesis.errors import InvalidArgument, ResolutionFailed
 from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN, UINT64_MAX, Int128
+from reference_codec.type_tree import (
+    MAPPING_TYPES,
+    STRUCT_TYPES,
+    MappingType,
+    StructLike,
+    children,
+    is_set,
+    is_untyped,
+    struct_info,
+    structs_under,
+    type_info,
+    unwrap,
+)
 
 from ._draws import one_in as one_in_draws
 from ._draws import or_none, union
@@ -100,7 +114,7 @@ def is_pickle_carrier(cls: type) -> bool:
     """Whether ``cls`` is an opaque pickle carrier (a struct named ``PickleWrapper`` with one bytes field)."""
     if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)) or cls.__name__ != "PickleWrapper":
         return False
-    fields = _struct_info(cls).fields
+    fields = struct_info(cls).fields
     return len(fields) == 1 and isinstance(fields[0].type, mi.BytesType)
 
 
@@ -130,6 +144,8 @@ def integer_bounds(t: mi.Type) -> Tuple[int, int, Optional[int]]:
     if isinstance(t, mi.Metadata):
         extra = t.extra or {}
         t = t.type
+    if not isinstance(t, mi.IntType):
+        raise TypeError(f"integer_bounds takes an IntType, got {t!r}")
     lo = t.ge if t.ge is not None else (t.gt + 1 if t.gt is not None else None)
     hi = t.le if t.le is not None else (t.lt - 1 if t.lt is not None else None)
     if isinstance(extra.get("min"), int):
@@ -141,27 +157,13 @@ def integer_bounds(t: mi.Type) -> Tuple[int, int, Optional[int]]:
     return lo, hi, t.multiple_of
 
 
-#: The inspected kinds drawn field by field (by ``draw_struct``).
-_STRUCT_LIKE = (mi.StructType, mi.DataclassType, mi.NamedTupleType)
-
-
-@functools.lru_cache(maxsize=None)
-def _struct_info(cls: type) -> Union[mi.StructType, mi.DataclassType, mi.NamedTupleType]:
-    return mi.type_info(cls)
-
-
-def _init_fields(info: Union[mi.StructType, mi.DataclassType, mi.NamedTupleType]) -> Tuple[mi.Field, ...]:
+def _init_fields(info: StructLike) -> Tuple[mi.Field, ...]:
     """The fields the class's constructor takes: all but a dataclass's ``init=False`` ones,
     which the class sets itself."""
     if isinstance(info, mi.DataclassType) and dataclasses.is_dataclass(info.cls):
         no_init = {f.name for f in dataclasses.fields(info.cls) if not f.init}
         return tuple(f for f in info.fields if f.name not in no_init)
     return info.fields
-
-
-def _is_untyped(t: mi.Type) -> bool:
-    """Whether ``t`` is ``Any`` or ``object``: only the codec decides what such a value comes back as."""
-    return isinstance(t, mi.AnyType) or (isinstance(t, mi.CustomType) and t.cls is object)
 
 
 def _collection_cap(depth: int) -> int:
@@ -263,7 +265,7 @@ class _Overrides:
         self.types = types
 
     def __repr__(self) -> str:
-        shown = {**dict(self.fields.flat() if self.fields else ()), **dict(self.types)}
+        shown: Dict[Any, Any] = {**dict(self.fields.flat() if self.fields else ()), **dict(self.types)}
         return repr(shown)
 
 
@@ -357,7 +359,7 @@ class FieldContext:
         """The type-driven strategy for an inspected type nested one level below this field."""
         return self._builder.type_strategy(t, self.depth + 1)
 
-    def struct(self, cls: type, overrides: Optional[Mapping[str, Any]] = None) -> st.SearchStrategy:
+    def struct(self, cls: builtins.type, overrides: Optional[Mapping[str, Any]] = None) -> st.SearchStrategy:
         """A nested struct drawn with this message's options (registry, batch field, ...).
 
         ``overrides``: field name -> strategy or factory(ctx), for fields of ``cls``.
@@ -431,7 +433,7 @@ class _Builder:
             return self._plans[cls]
         except KeyError:
             pass
-        info = _struct_info(cls)
+        info = struct_info(cls)
         names = {f.name for f in info.fields}
         batch = self.options.batch_field if self.options.batch_field in names else None
         fields = []
@@ -523,6 +525,7 @@ class _Builder:
             strategy = self.type_strategy(fp.type, depth + 1, below)
         else:
             optional, lst = _strip_optional(fp.type)
+            assert isinstance(lst, mi.ListType)  # what made the plan call it parallel
             if fp.name == self.options.batch_field and isinstance(lst.item_type, mi.StrType):
                 items = request_ids(length)
             else:
@@ -557,7 +560,7 @@ class _Builder:
         cls = getattr(t, "cls", None)
         if cls is not None and cls in self.by_type:
             return self.by_type[cls]
-        if _is_untyped(t):
+        if is_untyped(t):
             return self.untyped
         sub = functools.partial(self.type_strategy, depth=depth + 1, below=below)
         if isinstance(t, mi.NoneType):
@@ -591,10 +594,10 @@ class _Builder:
             return st.sampled_from(list(t.cls))
         if isinstance(t, mi.UnionType):
             return self._union(t, depth, below)
-        if isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
+        if isinstance(t, mi.CollectionType):
             lo, hi = self._sizes(t, depth)
-            if isinstance(t, (mi.SetType, mi.FrozenSetType)):
-                item = untyped_keys() if _is_untyped(t.item_type) else sub(t.item_type)
+            if is_set(t):
+                item = untyped_keys() if is_untyped(t.item_type) else sub(t.item_type)
             else:
                 item = sub(t.item_type)
             if isinstance(t, mi.SetType):
@@ -605,11 +608,11 @@ class _Builder:
             return lists.map(tuple) if isinstance(t, mi.VarTupleType) else lists
         if isinstance(t, mi.TupleType):
             return st.tuples(*(sub(x) for x in t.item_types))
-        if isinstance(t, (mi.DictType,)) or type(t).__name__ == "FrozenDictType":
+        if isinstance(t, MAPPING_TYPES):
             lo, hi = self._sizes(t, depth)
-            keys = untyped_keys() if _is_untyped(t.key_type) else sub(t.key_type)
+            keys = untyped_keys() if is_untyped(t.key_type) else sub(t.key_type)
             return st.dictionaries(keys, sub(t.value_type), min_size=lo, max_size=hi)
-        if isinstance(t, _STRUCT_LIKE):
+        if isinstance(t, STRUCT_TYPES):
             if isinstance(t, mi.StructType) and is_pickle_carrier(t.cls):
                 return _pickled(t.cls, self.untyped)
             return _nested_struct(builder=self, cls=t.cls, depth=depth, overrides=below)
@@ -639,7 +642,7 @@ class _Builder:
             return _custom_type_strategy(t.cls)
         raise InvalidArgument(f"no strategy for the msgspec type {t!r}")
 
-    def _sizes(self, t, depth: int) -> Tuple[int, int]:
+    def _sizes(self, t: Union[mi.CollectionType, MappingType], depth: int) -> Tuple[int, int]:
         lo = t.min_length or 0
         hi = max(lo, _collection_cap(depth))
         if t.max_length is not None:
@@ -663,7 +666,7 @@ class _Builder:
         plain = [a for a in arms if not (isinstance(a, mi.StructType) and is_pickle_carrier(a.cls))]
         branches = [st.none()] if has_none else []
         branches += [self.type_strategy(a, depth, below) for a in plain]
-        carriers = [a.cls for a in arms if a not in plain]
+        carriers = [a.cls for a in arms if isinstance(a, mi.StructType) and a not in plain]
         if carriers:
             inner = union(tuple(self.type_strategy(a, depth, below) for a in plain)) if plain else self.untyped
             branches += [_pickled(cls, inner) for cls in carriers]
@@ -709,7 +712,7 @@ def _datetimes(tz: Optional[bool]) -> st.SearchStrategy:
 
 @named_composite("pickled")
 def _pickled(draw, carrier: type, inner: st.SearchStrategy):
-    (name,) = (f.name for f in _struct_info(carrier).fields)
+    (name,) = (f.name for f in struct_info(carrier).fields)
     return carrier(**{name: pickle.dumps(draw(inner), protocol=pickle.HIGHEST_PROTOCOL)})
 
 
@@ -730,7 +733,7 @@ def _custom_type_strategy(cls: type) -> st.SearchStrategy:
         if cls is known:
             return make()
     try:
-        strategy = st.from_type(cls)
+        strategy: st.SearchStrategy = st.from_type(cls)
         strategy.validate()
     except (ResolutionFailed, InvalidArgument, TypeError) as exc:
         raise InvalidArgument(
@@ -789,68 +792,42 @@ def _check_supported(root: mi.Type, where: str, overrides: Optional[_Overrides])
     seen: set = set()
 
     def check(t: mi.Type, where: str, below: Optional[_FieldOverrides]) -> None:
-        cls = getattr(t, "cls", None)
-        if cls in overridden:
+        t = unwrap(t)
+        if getattr(t, "cls", None) in overridden:
             return
-        if isinstance(t, mi.CustomType) and not _is_untyped(t):
+        if isinstance(t, mi.CustomType) and not is_untyped(t):
             try:
                 _custom_type_strategy(t.cls)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"{where}: {exc}") from None
             return
-        if isinstance(t, _STRUCT_LIKE):
-            if (cls, below) in seen:
+        if isinstance(t, STRUCT_TYPES):
+            if (t.cls, below) in seen:
                 return
-            seen.add((cls, below))
+            seen.add((t.cls, below))
             for f in _init_fields(t):
                 chosen = below.get(f.name) if below else None
                 if chosen is None or isinstance(chosen, _FieldOverrides):
-                    check(f.type, f"{cls.__qualname__}.{f.name}", chosen)
+                    check(f.type, f"{t.cls.__qualname__}.{f.name}", chosen)
             return
-        for child in _children(t):
+        for _, child in children(t):
             check(child, where, below)
 
     check(root, where, overrides.fields if overrides else None)
 
 
-def _children(t: mi.Type) -> Tuple[mi.Type, ...]:
-    if isinstance(t, mi.UnionType):
-        return t.types
-    if isinstance(t, mi.Metadata):
-        return (t.type,)
-    if isinstance(t, (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType)):
-        return (t.item_type,)
-    if isinstance(t, mi.TupleType):
-        return t.item_types
-    if isinstance(t, mi.DictType) or type(t).__name__ == "FrozenDictType":
-        return (t.key_type, t.value_type)
-    if isinstance(t, (mi.TypedDictType, mi.DataclassType, mi.NamedTupleType)):
-        return tuple(f.type for f in t.fields)
-    return ()
-
-
-def _structs_under(t: mi.Type) -> Iterator[mi.Type]:
-    """The structs (Struct, dataclass, NamedTuple) a value of type ``t`` holds outside any
-    other struct: those that overrides below a field of type ``t`` apply to."""
-    if isinstance(t, _STRUCT_LIKE):
-        yield t
-        return
-    for child in _children(t):
-        yield from _structs_under(child)
-
-
-def _root_info(cls: Any) -> Union[mi.StructType, mi.DataclassType, mi.NamedTupleType]:
+def _root_info(cls: Any) -> StructLike:
     """The inspected ``cls``; ``InvalidArgument`` unless it is a Struct, dataclass or NamedTuple class."""
     try:
-        info = _struct_info(cls) if isinstance(cls, type) else None
+        info = type_info(cls) if isinstance(cls, type) else None
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(f"cls {cls.__qualname__} is not a class msgspec understands: {exc}") from None
-    if not isinstance(info, _STRUCT_LIKE):
+    if not isinstance(info, STRUCT_TYPES):
         raise InvalidArgument(f"cls must be a msgspec.Struct, dataclass or NamedTuple class, got {cls!r}")
     return info
 
 
-def _sort_overrides(root: Optional[mi.Type], overrides: Any) -> _Overrides:
+def _sort_overrides(root: Optional[StructLike], overrides: Any) -> _Overrides:
     """``overrides`` checked and sorted into those by field path (for the struct ``root``;
     ``None``: none allowed) and those by class."""
     if not isinstance(overrides, Mapping):
@@ -867,7 +844,7 @@ def _sort_overrides(root: Optional[mi.Type], overrides: Any) -> _Overrides:
         else:
             allowed = "field names, dotted paths or classes" if root is not None else "classes"
             raise InvalidArgument(f"overrides has the key {key!r}; its keys must be {allowed}")
-    return _Overrides(_path_tree(root, paths) if paths else None, tuple(by_type))
+    return _Overrides(_path_tree(root, paths) if paths and root is not None else None, tuple(by_type))
 
 
 def _type_override(cls: type, value: Any) -> st.SearchStrategy:
@@ -886,13 +863,14 @@ def _type_override(cls: type, value: Any) -> st.SearchStrategy:
     return value
 
 
-def _path_tree(root: mi.Type, paths: Mapping[str, Any]) -> _FieldOverrides:
+def _path_tree(root: StructLike, paths: Mapping[str, Any]) -> _FieldOverrides:
     """The overrides by dotted path as a tree, each segment checked against the fields of
     the struct(s) the path has reached (``root``'s first)."""
     tree: Dict[str, Any] = {}
     for path, value in paths.items():
         segments = path.split(".")
-        node, owners = tree, [root]
+        node: Dict[str, Any] = tree
+        owners: List[StructLike] = [root]
         for i, name in enumerate(segments):
             fields = [f for owner in owners for f in _init_fields(owner) if f.name == name]
             if not fields:
@@ -908,7 +886,7 @@ def _path_tree(root: mi.Type, paths: Mapping[str, Any]) -> _FieldOverrides:
             node = node.setdefault(name, {})
             if not isinstance(node, dict):
                 raise InvalidArgument(f"overrides has both {prefix!r} and a path below it; keep one")
-            owners = [s for f in fields for s in _structs_under(f.type)]
+            owners = [s for f in fields for s in structs_under(f.type)]
             if not owners:
                 raise InvalidArgument(
                     f"overrides has {path!r}: {prefix!r} holds no Struct, dataclass or NamedTuple to look "

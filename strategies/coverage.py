@@ -9,8 +9,10 @@ struct's fields are aggregated over all messages that carry it):
 ``empty``/``full``  an empty and a non-empty value seen, for collections
 
 Positions inside a field are followed too: ``embeddings[]`` is an element of
-the ``embeddings`` list, ``customized_info{}`` a dict value, ``<list>`` the
-list arm of a union, ``[0]`` a tuple item. ``PickleWrapper`` arms are not
+the ``embeddings`` list, ``customized_info{}`` a dict value (``{key}`` its
+key), ``<list>`` the list arm of a union, ``[0]`` a tuple item, ``.name`` a
+TypedDict entry (see :mod:`reference_codec.type_tree`). Structs, dataclasses
+and NamedTuples have sites of their own. ``PickleWrapper`` arms are not
 reachable unless ``--pickle-wrappers`` is given; a collection whose
 ``min_length`` is positive cannot be empty. Everything else a type admits is
 reachable, so anything never seen is a gap in the strategies: the command
@@ -33,10 +35,13 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import msgspec
 from msgspec import inspect as mi
+
+from reference_codec import type_tree
+from reference_codec.type_tree import ARM, FIELD, INDEX, ITEM, KEY, MAPPING_TYPES, STRUCT_TYPES, MappingType, Step, children, struct_info, unwrap
 
 __all__ = ["Site", "expected_sites", "reachable_structs", "observe", "collect", "run_coverage", "CoverageReport", "main"]
 
@@ -56,9 +61,8 @@ class Site:
 
 
 def _arm_label(t: mi.Type) -> str:
-    if isinstance(t, mi.Metadata):
-        return _arm_label(t.type)
-    if isinstance(t, (mi.StructType, mi.EnumType, mi.CustomType)):
+    t = unwrap(t)
+    if isinstance(t, (*STRUCT_TYPES, mi.TypedDictType, mi.EnumType, mi.CustomType)):
         return t.cls.__name__
     names = {
         mi.IntType: "int", mi.FloatType: "float", mi.StrType: "str", mi.BoolType: "bool",
@@ -69,7 +73,7 @@ def _arm_label(t: mi.Type) -> str:
     return names.get(type(t), type(t).__name__)
 
 
-def _collection_labels(t) -> FrozenSet[str]:
+def _collection_labels(t: Union[mi.CollectionType, MappingType]) -> FrozenSet[str]:
     labels = set()
     if not t.min_length:
         labels.add(EMPTY)
@@ -78,7 +82,14 @@ def _collection_labels(t) -> FrozenSet[str]:
     return frozenset(labels)
 
 
-_COLLECTIONS = (mi.ListType, mi.VarTupleType, mi.SetType, mi.FrozenSetType, mi.DictType)
+def _follow(pickle_wrappers: bool) -> type_tree.Follow:
+    """Which children a coverage walk goes on to: every one but a pickle carrier arm, unless ``pickle_wrappers``."""
+    from .builder import is_pickle_carrier
+
+    def follow(step: Step, child: mi.Type) -> bool:
+        return pickle_wrappers or not (step.kind == ARM and isinstance(child, mi.StructType) and is_pickle_carrier(child.cls))
+
+    return follow
 
 
 def expected_sites(roots: Iterable[type], *, pickle_wrappers: bool = False) -> Dict[Key, Site]:
@@ -86,8 +97,6 @@ def expected_sites(roots: Iterable[type], *, pickle_wrappers: bool = False) -> D
     from .builder import union_arms
 
     sites: Dict[Key, Site] = {}
-    queue: List[type] = list(roots)
-    seen: Set[type] = set()
 
     def add(owner: str, position: str, labels: Iterable[str]) -> None:
         labels = frozenset(labels)
@@ -98,9 +107,10 @@ def expected_sites(roots: Iterable[type], *, pickle_wrappers: bool = False) -> D
         sites[key] = Site(owner, position, labels | (old.labels if old else frozenset()))
 
     def walk(t: mi.Type, owner: str, position: str) -> None:
-        if isinstance(t, mi.Metadata):
-            walk(t.type, owner, position)
-        elif isinstance(t, mi.UnionType):
+        t = unwrap(t)
+        if isinstance(t, STRUCT_TYPES):
+            return  # its fields are sites of its own
+        if isinstance(t, mi.UnionType):
             has_none, arms = union_arms(t, pickle_wrappers=pickle_wrappers)
             labels = {NONE, VALUE} if has_none and arms else set()
             if len(arms) > 1:
@@ -108,64 +118,25 @@ def expected_sites(roots: Iterable[type], *, pickle_wrappers: bool = False) -> D
             add(owner, position, labels)
             for arm in arms:
                 walk(arm, owner, position + (f"<{_arm_label(arm)}>" if len(arms) > 1 else ""))
-        elif isinstance(t, _COLLECTIONS):
+            return
+        if isinstance(t, mi.CollectionType) or isinstance(t, MAPPING_TYPES):
             add(owner, position, _collection_labels(t))
-            if isinstance(t, mi.DictType):
-                walk(t.value_type, owner, position + "{}")
-            else:
-                walk(t.item_type, owner, position + "[]")
-        elif isinstance(t, mi.TupleType):
-            for i, item in enumerate(t.item_types):
-                walk(item, owner, f"{position}[{i}]")
-        elif isinstance(t, mi.StructType):
-            queue.append(t.cls)
+        for step, child in children(t):
+            walk(child, owner, position + str(step))
 
-    while queue:
-        cls = queue.pop(0)
-        if cls in seen:
-            continue
-        seen.add(cls)
-        for f in mi.type_info(cls).fields:
+    for cls in reachable_structs(roots, pickle_wrappers=pickle_wrappers):
+        for f in struct_info(cls).fields:
             walk(f.type, cls.__name__, f.name)
     return sites
 
 
 def reachable_structs(roots: Iterable[type], *, pickle_wrappers: bool = False) -> List[type]:
-    """``roots`` and every struct class reachable from them, in discovery order."""
-    from .builder import union_arms
-
-    found: List[type] = []
-    queue: List[type] = list(roots)
-
-    def walk(t: mi.Type) -> None:
-        if isinstance(t, mi.Metadata):
-            walk(t.type)
-        elif isinstance(t, mi.UnionType):
-            for arm in union_arms(t, pickle_wrappers=pickle_wrappers)[1]:
-                walk(arm)
-        elif isinstance(t, mi.DictType):
-            walk(t.value_type)
-        elif isinstance(t, _COLLECTIONS):
-            walk(t.item_type)
-        elif isinstance(t, mi.TupleType):
-            for item in t.item_types:
-                walk(item)
-        elif isinstance(t, mi.StructType):
-            queue.append(t.cls)
-
-    while queue:
-        cls = queue.pop(0)
-        if cls in found:
-            continue
-        found.append(cls)
-        for f in mi.type_info(cls).fields:
-            walk(f.type)
-    return found
+    """``roots`` and every struct class reachable from them, in discovery order (see :func:`reference_codec.type_tree.reachable_structs`)."""
+    return type_tree.reachable_structs(roots, follow=_follow(pickle_wrappers))
 
 
 def _matches(value: object, t: mi.Type) -> bool:
-    if isinstance(t, mi.Metadata):
-        return _matches(value, t.type)
+    t = unwrap(t)
     if isinstance(t, mi.LiteralType):
         return any(type(value) is type(v) and value == v for v in t.values)
     if isinstance(t, mi.BoolType):
@@ -179,8 +150,10 @@ def _matches(value: object, t: mi.Type) -> bool:
     }
     if type(t) in simple:
         return isinstance(value, simple[type(t)])
-    if isinstance(t, mi.StructType):
+    if isinstance(t, STRUCT_TYPES):
         return type(value) is t.cls
+    if isinstance(t, mi.TypedDictType):
+        return isinstance(value, dict)
     if isinstance(t, (mi.EnumType, mi.CustomType)):
         return isinstance(value, t.cls)
     return isinstance(t, mi.AnyType)
@@ -190,10 +163,9 @@ def observe(value: msgspec.Struct, record: Set[Observation], *, pickle_wrappers:
     """Add to ``record`` every label ``value`` (a struct) shows at its sites and its nested structs'."""
     from .builder import union_arms
 
-    def walk(v: object, t: mi.Type, owner: str, position: str) -> None:
-        if isinstance(t, mi.Metadata):
-            walk(v, t.type, owner, position)
-        elif isinstance(t, mi.UnionType):
+    def walk(v: Any, t: mi.Type, owner: str, position: str) -> None:
+        t = unwrap(t)
+        if isinstance(t, mi.UnionType):
             has_none, arms = union_arms(t, pickle_wrappers=pickle_wrappers)
             if v is None:
                 record.add((owner, position, NONE))
@@ -209,37 +181,37 @@ def observe(value: msgspec.Struct, record: Set[Observation], *, pickle_wrappers:
                 record.add((owner, position, f"arm:{_arm_label(arm)}"))
                 position += f"<{_arm_label(arm)}>"
             walk(v, arm, owner, position)
-        elif isinstance(t, _COLLECTIONS):
+            return
+        if isinstance(t, STRUCT_TYPES):
+            if isinstance(v, t.cls):
+                struct(v)
+            return
+        if isinstance(t, mi.CollectionType) or isinstance(t, MAPPING_TYPES):
             record.add((owner, position, FULL if len(v) else EMPTY))
-            if isinstance(t, mi.DictType):
-                for item in v.values():
-                    walk(item, t.value_type, owner, position + "{}")
-            else:
-                for item in v:
-                    walk(item, t.item_type, owner, position + "[]")
-        elif isinstance(t, mi.TupleType):
-            for i, (item, it) in enumerate(zip(v, t.item_types)):
-                walk(item, it, owner, f"{position}[{i}]")
-        elif isinstance(t, mi.StructType) and isinstance(v, msgspec.Struct):
-            struct(v)
+        for step, child in children(t):
+            for item in _values_at(v, step):
+                walk(item, child, owner, position + str(step))
 
-    def struct(v: msgspec.Struct) -> None:
+    def struct(v: Any) -> None:
         cls = type(v)
-        for f in _fields(cls):
+        for f in struct_info(cls).fields:
             walk(getattr(v, f.name), f.type, cls.__name__, f.name)
 
     struct(value)
 
 
-_FIELDS: Dict[type, Tuple[mi.Field, ...]] = {}
-
-
-def _fields(cls: type) -> Tuple[mi.Field, ...]:
-    try:
-        return _FIELDS[cls]
-    except KeyError:
-        fields = _FIELDS[cls] = mi.type_info(cls).fields
-        return fields
+def _values_at(value: Any, step: Step) -> Iterable[Any]:
+    """The values of ``value`` (a collection, mapping, fixed tuple or TypedDict) at ``step``."""
+    if step.kind == ITEM:
+        return value
+    if step.kind == KEY:
+        return value.keys()
+    if step.kind == INDEX:
+        assert isinstance(step.at, int)
+        return value[step.at : step.at + 1]
+    if step.kind == FIELD:
+        return [value[step.at]] if step.at in value else []
+    return value.values()
 
 
 def collect(classes: Sequence[type], examples: int, pickle_wrappers: bool = False) -> Tuple[Set[Observation], Dict[str, int]]:

@@ -67,6 +67,7 @@ import torch
 from msgspec import inspect as mi
 
 from reference_codec.schema import INT64_MAX, INT64_MIN
+from reference_codec.type_tree import STRUCT_TYPES, children, struct_info, unwrap
 
 from ._draws import choice, exact_binary, ints, lists_of, one_in, or_none, union
 from ._public import check_choice, check_int, check_optional_bool, named, named_composite
@@ -116,8 +117,7 @@ def type_signature(t: mi.Type) -> str:
     ``array``, ``object``). Factories compare it to decide whether a field of
     a given name has the shape they expect.
     """
-    if isinstance(t, mi.Metadata):
-        return type_signature(t.type)
+    t = unwrap(t)
     if isinstance(t, mi.UnionType):
         has_none, arms = union_arms(t, pickle_wrappers=True)
         inner = "|".join(type_signature(a) for a in arms)
@@ -178,7 +178,8 @@ def _shape_of(value: Any) -> Any:
 
 
 def _leaf_is_scalar(t: mi.Type) -> bool:
-    return not isinstance(t, (mi.ListType, mi.DictType, mi.TupleType, mi.VarTupleType, mi.UnionType))
+    """Whether ``t`` is one value a leaf strategy can stand for (a struct counts), not a container or union."""
+    return isinstance(unwrap(t), STRUCT_TYPES) or not children(t)
 
 
 @named_composite("filled_like")
@@ -356,7 +357,7 @@ def _logprobs_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     levels, leaf_kind = shape
     leaf = _LOGPROBS if leaf_kind == "float" else _TOKEN_IDS
     partner_name = _partner_name(ctx.name)
-    if partner_name in ctx.values:
+    if partner_name is not None and partner_name in ctx.values:
         partner = ctx.values[partner_name]
         return _NONE if partner is None else _filled_like(template=partner, t=ctx.type, leaf=leaf)
     rows = _cached_logprob_rows(
@@ -374,7 +375,7 @@ def _pair_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     if _sig(ctx) != "O[L[O[L[int]]]]":
         return None
     partner_name = _partner_name(ctx.name)
-    if partner_name in ctx.values:
+    if partner_name is not None and partner_name in ctx.values:
         partner = ctx.values[partner_name]
         return _NONE if partner is None else _filled_like(template=partner, t=ctx.type, leaf=_TOKEN_IDS)
     return ctx.generic()
@@ -385,7 +386,7 @@ def _flat_logprobs_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
         return None
     dtype = "<f4" if "_val" in ctx.name else "<i8"
     partner_name = _partner_name(ctx.name)
-    if partner_name in ctx.values:
+    if partner_name is not None and partner_name in ctx.values:
         partner = ctx.values[partner_name]
         return _NONE if partner is None else _flat_like(template=partner, dtype=dtype)
     row = ndarrays(dtypes=[dtype], shape=_FLAT_SHAPES, layouts=["contiguous", "sliced"])
@@ -846,7 +847,10 @@ def _batch_arms(ctx: FieldContext, per_batch) -> Optional[st.SearchStrategy]:
 
     No generic share here: a type-driven draw would not know the batch size.
     """
-    _, arms = union_arms(ctx.type, pickle_wrappers=ctx.pickle_wrappers)
+    t = unwrap(ctx.type)
+    if not isinstance(t, mi.UnionType):
+        return None
+    _, arms = union_arms(t, pickle_wrappers=ctx.pickle_wrappers)
     branches, recognised = [], False
     for arm in arms:
         special = per_batch(arm)
@@ -865,10 +869,11 @@ def _time_stats_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     def per_batch(arm: mi.Type) -> Optional[st.SearchStrategy]:
         if not isinstance(arm, mi.StructType):
             return None
-        fields = mi.type_info(arm.cls).fields
-        if len(fields) != 1 or fields[0].name != "items" or not isinstance(fields[0].type, mi.ListType):
+        fields = struct_info(arm.cls).fields
+        items = fields[0].type if len(fields) == 1 and fields[0].name == "items" else None
+        if not isinstance(items, mi.ListType):
             return None
-        item_type = fields[0].type.item_type
+        item_type = items.item_type
         item = ctx.struct(item_type.cls) if isinstance(item_type, mi.StructType) else ctx.strategy_for(item_type)
         return ctx.struct(arm.cls, overrides={"items": ctx.per_request(item)})
 

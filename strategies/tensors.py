@@ -24,6 +24,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import hypothesis.strategies as st
 import numpy as np
+import numpy.typing as npt
 import torch
 from hypothesis.errors import InvalidArgument
 
@@ -291,7 +292,7 @@ _cached_ndarrays = functools.lru_cache(maxsize=None)(_ndarrays)
 
 def ndarrays(
     *,
-    dtypes: Optional[Sequence[object]] = None,
+    dtypes: Optional[Sequence[npt.DTypeLike]] = None,
     shape: Union[None, Tuple[int, ...], st.SearchStrategy] = None,
     max_dims: int = 3,
     max_side: int = 4,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from typing import Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import hypothesis.strategies as st
 import torch
@@ -37,6 +37,7 @@ def torch_sizes() -> st.SearchStrategy[torch.Size]:
 
 
 def _leaves(enums: Tuple[type, ...], json_like: bool = False) -> st.SearchStrategy:
+    branches: List[st.SearchStrategy[Any]]
     if json_like:
         branches = [st.none(), st.booleans(), int64s(), edge_floats(), texts()]
     else:
@@ -54,8 +55,8 @@ def _leaves(enums: Tuple[type, ...], json_like: bool = False) -> st.SearchStrate
             _SMALL_NDARRAYS,
         ]
     if enums:
-        branches.append(st.sampled_from([member for cls in enums for member in cls]))
-    shown = {} if enums == ENUM_TYPES else {"enums": enums}
+        branches.append(st.sampled_from([member for cls in enums if issubclass(cls, enum.Enum) for member in cls]))
+    shown: Dict[str, Any] = {} if enums == ENUM_TYPES else {"enums": enums}
     if json_like:
         shown["json_like"] = True
     return named("untyped_leaves", st.one_of(branches), **shown)

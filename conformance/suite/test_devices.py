@@ -29,28 +29,18 @@ from hypothesis import strategies as st
 
 from conformance.findings import Finding
 from conformance.properties import ENGINE, MESSAGE_TYPES, PropertyFailure, check_equivalent, draw_message, reference_frames, without_dtypes
-from reference_codec import ReferenceCodec
+from reference_codec import ReferenceCodec, type_tree
 from reference_codec.wire import EXT_TORCH_TENSOR
 
 REFERENCE = ENGINE.wire_reference(False) if ENGINE.wire_reference is not None else None
 
 
-def _carries_tensor(t: Any, seen: set) -> bool:
-    """Whether a ``msgspec.inspect`` type tree can hold a ``torch.Tensor`` anywhere."""
-    if isinstance(t, msgspec.inspect.CustomType):
-        return issubclass(t.cls, torch.Tensor)
-    key = getattr(t, "cls", None)
-    if key is not None:
-        if key in seen:
-            return False
-        seen.add(key)
-    children = [getattr(t, a) for a in ("item_type", "key_type", "value_type") if hasattr(t, a)]
-    children += list(getattr(t, "types", ())) + list(getattr(t, "item_types", ()))
-    children += [f.type for f in getattr(t, "fields", ())]
-    return any(_carries_tensor(c, seen) for c in children)
+def _carries_tensor(cls: type) -> bool:
+    """Whether a message of class ``cls`` can hold a declared ``torch.Tensor`` anywhere, nested structs included."""
+    return any(isinstance(t, msgspec.inspect.CustomType) and issubclass(t.cls, torch.Tensor) for _, t in type_tree.walk(type_tree.type_info(cls)))
 
 
-TENSOR_TAGS = sorted(tag for tag, cls in MESSAGE_TYPES.items() if _carries_tensor(msgspec.inspect.type_info(cls), set()))
+TENSOR_TAGS = sorted(tag for tag, cls in MESSAGE_TYPES.items() if _carries_tensor(cls))
 
 
 def absent_cuda_index() -> int:

@@ -27,6 +27,7 @@ from conformance.findings import Finding
 from conformance.properties import ENGINE, MESSAGE_TAGS, MESSAGE_TYPES, PropertyFailure, check_equivalent, draw_message, held_or_reject, reference_frames
 from conformance.schema_diff import diff_struct
 from reference_codec.paths import generic_body
+from reference_codec.type_tree import reachable_structs, struct_info, structs_under, type_info
 
 #: The engine's wire reference writing everything in one frame: the old and new senders' bytes are its bytes, edited.
 REFERENCE = ENGINE.wire_reference(False) if ENGINE.wire_reference is not None else None
@@ -42,8 +43,8 @@ def _trailing_defaulted(cls) -> int:
 
 
 def _positional(cls) -> bool:
-    info = mi.type_info(cls)
-    return info.array_like and cls.__name__ != "PickleWrapper"  # a PickleWrapper is bytes in a wrapper, not a schema
+    info = type_info(cls)
+    return isinstance(info, mi.StructType) and info.array_like and cls.__name__ != "PickleWrapper"  # a PickleWrapper is bytes in a wrapper, not a schema
 
 
 def _offset(cls) -> int:
@@ -123,34 +124,9 @@ def test_message_from_a_newer_schema_decodes_ignoring_extra_fields(codec, tag, d
 
 
 def _nested_positional(cls) -> bool:
-    """Whether a message can carry a positional struct below its own fields."""
-    found, seen = [], set()
-
-    def walk(t):
-        while isinstance(t, mi.Metadata):
-            t = t.type
-        if isinstance(t, mi.StructType):
-            if _positional(t.cls):
-                found.append(t.cls)
-            if t.cls not in seen:
-                seen.add(t.cls)
-                for f in t.fields:
-                    walk(f.type)
-        elif isinstance(t, mi.UnionType):
-            for arm in t.types:
-                walk(arm)
-        elif isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
-            walk(t.item_type)
-        elif isinstance(t, mi.DictType):
-            walk(t.value_type)
-        elif isinstance(t, mi.TupleType):
-            for item in t.item_types:
-                walk(item)
-
-    seen.add(cls)
-    for f in mi.type_info(cls).fields:
-        walk(f.type)
-    return bool(found)
+    """Whether a message can carry a positional struct below its own fields (itself, if it nests itself)."""
+    below = [s.cls for f in struct_info(cls).fields for s in structs_under(f.type)]
+    return any(_positional(nested) for nested in reachable_structs(below))
 
 
 NESTED = [tag for tag in POSITIONAL if _nested_positional(MESSAGE_TYPES[tag])]

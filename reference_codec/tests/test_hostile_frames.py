@@ -282,9 +282,9 @@ def test_rejecting_many_bad_frames_inspects_the_schema_once(monkeypatch):
     """Naming the path of an error must not re-inspect the 100-message union per frame (it cost ~40 ms each)."""
     from msgspec import inspect as mi
 
-    from reference_codec import paths
+    from reference_codec import type_tree
 
-    paths._type_info.cache_clear()
+    type_tree._cached_type_info.cache_clear()
     calls = []
     real = mi.type_info
     monkeypatch.setattr(mi, "type_info", lambda t: calls.append(t) or real(t))
