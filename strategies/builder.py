@@ -111,8 +111,9 @@ _NONE = st.none()
 
 
 def is_pickle_carrier(cls: type) -> bool:
-    """Whether ``cls`` is an opaque pickle carrier (a struct named ``PickleWrapper`` with one bytes field)."""
-    if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)) or cls.__name__ != "PickleWrapper":
+    """Whether ``cls`` is an opaque pickle carrier: a struct that says so (``pickle_carrier: ClassVar[bool] = True``,
+    as the reference schema's ``PickleWrapper`` does) and has one bytes field."""
+    if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)) or getattr(cls, "pickle_carrier", False) is not True:
         return False
     fields = struct_info(cls).fields
     return len(fields) == 1 and isinstance(fields[0].type, mi.BytesType)

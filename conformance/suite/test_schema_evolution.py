@@ -28,6 +28,7 @@ from conformance.properties import ENGINE, MESSAGE_TAGS, MESSAGE_TYPES, Property
 from conformance.schema_diff import diff_struct
 from reference_codec.paths import generic_body
 from reference_codec.type_tree import reachable_structs, struct_info, structs_under, type_info
+from strategies.builder import is_pickle_carrier
 
 #: The engine's wire reference writing everything in one frame: the old and new senders' bytes are its bytes, edited.
 REFERENCE = ENGINE.wire_reference(False) if ENGINE.wire_reference is not None else None
@@ -44,7 +45,7 @@ def _trailing_defaulted(cls) -> int:
 
 def _positional(cls) -> bool:
     info = type_info(cls)
-    return isinstance(info, mi.StructType) and info.array_like and cls.__name__ != "PickleWrapper"  # a PickleWrapper is bytes in a wrapper, not a schema
+    return isinstance(info, mi.StructType) and info.array_like and not is_pickle_carrier(cls)  # pickled bytes in a wrapper, not a schema
 
 
 def _offset(cls) -> int:
