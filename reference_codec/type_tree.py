@@ -89,7 +89,7 @@ FIELD, ITEM, KEY, VALUE, INDEX, ARM = "field", "item", "key", "value", "index", 
 
 
 class Step(NamedTuple):
-    """One move from a node to a child: its ``kind`` and, for a field, position or arm, ``at`` it.
+    """One move from a node to a child: its ``kind``, and ``at`` the field's name, the tuple position or the arm's index (None otherwise).
 
     ``str(step)`` spells it as a path segment: ``.name``, ``[]``, ``{key}``,
     ``{}``, ``[i]``, ``<i>``.
