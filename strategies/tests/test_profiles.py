@@ -63,19 +63,30 @@ def test_an_unregistered_profile_name_is_refused_naming_the_variable():
         profiles.load_profile({"HYPOTHESIS_PROFILE": "nope"})
 
 
-def _profile_after_import(**overrides) -> str:
+def _profile_after(code: str, **overrides) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "HYPOTHESIS_PROFILE")}
     env.update(overrides)
-    code = "import strategies; from hypothesis import settings; print(settings.get_current_profile_name())"
+    code += "; from hypothesis import settings; print(settings.get_current_profile_name())"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
 
-def test_importing_strategies_loads_ci_when_ci_is_true_and_the_variable_is_unset():
+def test_importing_strategies_loads_no_profile_and_registers_no_from_type():
+    # As importing Hypothesis loads no profile of ours: the runner chooses.
+    assert _profile_after("import strategies", HYPOTHESIS_PROFILE="nightly") == "default"
+    code = (
+        "import strategies, hypothesis.strategies as st; from hypothesis.strategies._internal.types import _global_type_lookup as g; "
+        "from reference_codec.schema import MESSAGE_TYPES; print(any(c in g for c in MESSAGE_TYPES.values()))"
+    )
+    assert _profile_after(code).splitlines()[0] == "False"
+
+
+def test_load_profile_loads_ci_when_ci_is_true_and_the_variable_is_unset():
     # Hypothesis loads its own "ci" profile (which suppresses a health check)
-    # whenever $CI exists; importing strategies must replace it with ours.
-    assert _profile_after_import(CI="true") == "ci"
-    assert _profile_after_import(CI="true", HYPOTHESIS_PROFILE="nightly") == "nightly"
+    # whenever $CI exists; load_profile must replace it with ours.
+    code = "import strategies; strategies.load_profile(); from hypothesis import settings; print(settings.default.derandomize)"
+    assert _profile_after(code, CI="true").splitlines() == ["True", "ci"]
+    assert _profile_after("import strategies; strategies.load_profile()", CI="true", HYPOTHESIS_PROFILE="nightly") == "nightly"
 
 
 def test_large_batches_reach_256_only_under_nightly():
