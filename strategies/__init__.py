@@ -2,14 +2,17 @@
 
 Public surface, grouped by concern::
 
-    # any msgspec Struct, dataclass or NamedTuple (ours or another implementation's), and any msgspec type
-    from_struct(cls, overrides=..., untyped=...), from_annotation(tp), FieldContext
+    # any msgspec Struct, dataclass or NamedTuple (ours or another implementation's), and any msgspec type;
+    # generic: by default no registry, no batch field, untyped values with no enums
+    from_struct(cls, overrides=..., registry=..., batch_field=..., untyped=...), from_annotation(tp), FieldContext
 
-    # the reference schema
+    # the reference schema (SGLang's messages): its meanings are an opt-in pack, strategies.reference
     messages(types=None), message_types(root=None)      # + st.from_type(T) for every schema type
+    reference_struct(cls, overrides=None, **kw)         # from_struct(cls, overrides, **REFERENCE_OPTIONS, **kw)
+    REFERENCE_OPTIONS, REFERENCE_REGISTRY, REFERENCE_UNTYPED
 
     # meaning the types do not carry (field name -> factory)
-    SemanticRegistry, DEFAULT_REGISTRY, register_defaults
+    SemanticRegistry, register_defaults
     logprob_rows, logprob_floats, token_ids, token_id_arrays, finish_reasons,
     stop_strings, mm_features, model_specific_data, hidden_states,
     routed_experts, pooled_hidden_states, embeddings, type_signature
@@ -49,7 +52,11 @@ from .profiles import (
     profile_from_environment,
     register_profiles,
 )
-from .registry import DEFAULT_REGISTRY, FieldFactory, SemanticRegistry
+from .reference import OPTIONS as REFERENCE_OPTIONS
+from .reference import REGISTRY as REFERENCE_REGISTRY
+from .reference import UNTYPED as REFERENCE_UNTYPED
+from .reference import reference_struct
+from .registry import FieldFactory, SemanticRegistry
 from .semantic import (
     embeddings,
     finish_reasons,
@@ -99,10 +106,14 @@ __all__ = [
     "messages",
     "message_types",
     "register_type_strategies",
+    # the reference schema's pack
+    "reference_struct",
+    "REFERENCE_OPTIONS",
+    "REFERENCE_REGISTRY",
+    "REFERENCE_UNTYPED",
     # semantic
     "SemanticRegistry",
     "FieldFactory",
-    "DEFAULT_REGISTRY",
     "register_defaults",
     "logprob_rows",
     "logprob_floats",

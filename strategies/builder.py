@@ -29,12 +29,14 @@ builder reads the inspected type instead and honours:
 into nested structs (``"utility_output.result"``) or by class, anywhere in the
 message (see :func:`from_struct`).
 
-Two things the types cannot say come from elsewhere:
+Two things the types cannot say come from options, which default to no
+schema's meaning (the reference schema's are the opt-in pack
+:mod:`strategies.reference`):
 
-* *batches*: in a struct with a ``rids`` field (the ``batch_field``), every
-  list-typed field is a per-request parallel list as long as the batch (see
-  :mod:`strategies.batches`);
-* *meaning*: the :class:`~strategies.registry.SemanticRegistry` supplies a
+* *batches*: in a struct with a ``batch_field`` field (the reference schema's
+  is ``rids``), every list-typed field is a per-request parallel list as long
+  as the batch (see :mod:`strategies.batches`);
+* *meaning*: a :class:`~strategies.registry.SemanticRegistry` supplies a
   strategy by field name (see :mod:`strategies.semantic`).
 
 ``PickleWrapper`` (SGLang's opaque pickle carrier) is left out of unions unless
@@ -80,7 +82,7 @@ from ._draws import one_in as one_in_draws
 from ._draws import or_none, union
 from ._public import check_bool, named_composite
 from .batches import DISTINCT_REQUESTS, batch_sizes, per_request, request_ids
-from .registry import DEFAULT_REGISTRY, SemanticRegistry
+from .registry import SemanticRegistry
 from .tensors import ndarrays, tensors
 from .untyped import untyped_keys, untyped_values
 from .values import arrays, edge_floats, int128s, integers_between, texts, unencodable_text
@@ -219,7 +221,7 @@ class _Options:
     surrogates: bool
     batch_field: Optional[str]
     types: Tuple[Tuple[type, st.SearchStrategy], ...] = ()  # overrides by class
-    untyped: Optional[st.SearchStrategy] = None  # None: untyped_values()
+    untyped: Optional[st.SearchStrategy] = None  # None: untyped_values() (no enums)
 
 
 class _FieldOverrides(Mapping):
@@ -772,10 +774,10 @@ def _from_struct(
     draw,
     cls: type,
     overrides: Optional[_Overrides] = None,
-    registry: Optional[SemanticRegistry] = DEFAULT_REGISTRY,
+    registry: Optional[SemanticRegistry] = None,
     pickle_wrappers: bool = False,
     surrogates: bool = False,
-    batch_field: Optional[str] = "rids",
+    batch_field: Optional[str] = None,
     untyped: Optional[st.SearchStrategy] = None,
 ):
     by_type = overrides.types if overrides else ()
@@ -913,10 +915,10 @@ def from_struct(
     cls: type,
     overrides: Optional[Mapping[Union[str, type], Union[st.SearchStrategy, Callable[[FieldContext], st.SearchStrategy]]]] = None,
     *,
-    registry: Optional[SemanticRegistry] = DEFAULT_REGISTRY,
+    registry: Optional[SemanticRegistry] = None,
     pickle_wrappers: bool = False,
     surrogates: bool = False,
-    batch_field: Optional[str] = "rids",
+    batch_field: Optional[str] = None,
     untyped: Optional[st.SearchStrategy] = None,
 ) -> st.SearchStrategy:
     """Instances of any ``msgspec.Struct``, dataclass or NamedTuple class, honouring its
@@ -949,8 +951,9 @@ def from_struct(
         names the missing segment and the fields it could have been.
     registry
         The :class:`~strategies.registry.SemanticRegistry` consulted by field
-        name at every nesting level (default: the one :mod:`strategies.semantic`
-        fills); ``None`` for purely type-driven values.
+        name at every nesting level (default ``None``: none, purely
+        type-driven values; the reference schema's meanings are the opt-in
+        :data:`strategies.reference.REGISTRY`).
     pickle_wrappers
         Also draw SGLang's ``PickleWrapper`` where a union admits it (holding
         a pickle of one of the union's other arms). Decoding those requires
@@ -960,13 +963,14 @@ def from_struct(
         :func:`strategies.unencodable_text`): such messages are picklable but
         no msgpack codec can encode them.
     batch_field
-        The field whose presence makes a struct a batch (``"rids"``); every
-        list-typed field of such a struct gets one entry per request. ``None``
-        disables batch handling.
+        The field whose presence makes a struct a batch (the reference
+        schema's is ``"rids"``); every list-typed field of such a struct gets
+        one entry per request. ``None`` (the default) disables batch handling.
     untyped
         The strategy for every ``Any``/``object`` value (``None``:
-        :func:`strategies.untyped_values`, SGLang's rich values; an
-        implementation whose untyped fields hold JSON passes
+        :func:`strategies.untyped_values`, rich values with no enum members;
+        :data:`strategies.reference.UNTYPED` adds the reference schema's
+        enums; an implementation whose untyped fields hold JSON passes
         ``untyped_values(json_like=True)``). Keys of untyped dicts and items of
         untyped sets are :func:`strategies.untyped_keys` either way.
 
@@ -983,13 +987,13 @@ def from_struct(
     kwargs: Dict[str, Any] = {}
     if overrides:
         kwargs["overrides"] = sorted_overrides
-    if registry is not DEFAULT_REGISTRY:
+    if registry is not None:
         kwargs["registry"] = registry
     if pickle_wrappers:
         kwargs["pickle_wrappers"] = True
     if surrogates:
         kwargs["surrogates"] = True
-    if batch_field != "rids":
+    if batch_field is not None:
         kwargs["batch_field"] = batch_field
     if untyped is not None:
         kwargs["untyped"] = untyped
@@ -1005,9 +1009,10 @@ def _from_annotation(
     surrogates: bool,
     overrides: Optional[_Overrides] = None,
     untyped: Optional[st.SearchStrategy] = None,
+    batch_field: Optional[str] = None,
 ):
     by_type = overrides.types if overrides else ()
-    builder = _builder_for(_Options(registry, pickle_wrappers, surrogates, "rids", by_type, untyped))
+    builder = _builder_for(_Options(registry, pickle_wrappers, surrogates, batch_field, by_type, untyped))
     return draw(builder.type_strategy(_annotation_info(annotation), 0))
 
 
@@ -1030,15 +1035,17 @@ def _annotation_info(annotation: Any) -> mi.Type:
 def from_annotation(
     annotation: Any,
     *,
-    registry: Optional[SemanticRegistry] = DEFAULT_REGISTRY,
+    registry: Optional[SemanticRegistry] = None,
     pickle_wrappers: bool = False,
     surrogates: bool = False,
     overrides: Optional[Mapping[type, st.SearchStrategy]] = None,
     untyped: Optional[st.SearchStrategy] = None,
+    batch_field: Optional[str] = None,
 ) -> st.SearchStrategy:
     """Values of any type msgspec understands (``List[Optional[Int64]]``, a Struct, ...).
 
-    The same rules as :func:`from_struct`; structs met inside use ``registry``.
+    The same rules and defaults as :func:`from_struct`; structs met inside use
+    ``registry`` and ``batch_field``.
     ``overrides`` takes classes only as keys (class -> strategy, as in
     :func:`from_struct`). Shrinks as :func:`from_struct` describes.
     """
@@ -1048,10 +1055,14 @@ def from_annotation(
         raise InvalidArgument(f"annotation {annotation!r} is not a type msgspec understands: {exc}") from None
     sorted_overrides = None if overrides is None else _sort_overrides(None, overrides)
     _check_options(registry, pickle_wrappers, surrogates, untyped)
+    if batch_field is not None and not isinstance(batch_field, str):
+        raise InvalidArgument(f"batch_field must be a str or None, got {batch_field!r}")
     _check_supported(info, repr(annotation), sorted_overrides)
     kwargs: Dict[str, Any] = {}
     if overrides:
         kwargs["overrides"] = sorted_overrides
     if untyped is not None:
         kwargs["untyped"] = untyped
+    if batch_field is not None:
+        kwargs["batch_field"] = batch_field
     return _from_annotation(annotation, registry=registry, pickle_wrappers=pickle_wrappers, surrogates=surrogates, **kwargs)

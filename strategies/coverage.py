@@ -218,7 +218,7 @@ def collect(classes: Sequence[type], examples: int, pickle_wrappers: bool = Fals
     """Draw ``examples`` instances of each struct class; return observations and draws per class name."""
     from hypothesis import Phase, given, settings
 
-    from .builder import from_struct
+    from .reference import reference_struct
 
     record: Set[Observation] = set()
     drawn: Dict[str, int] = {}
@@ -227,7 +227,7 @@ def collect(classes: Sequence[type], examples: int, pickle_wrappers: bool = Fals
         count = [0]
 
         @settings(settings.default, max_examples=examples, database=None, phases=(Phase.generate,), deadline=None)
-        @given(from_struct(cls, pickle_wrappers=pickle_wrappers))
+        @given(reference_struct(cls, pickle_wrappers=pickle_wrappers))
         def run(msg):
             count[0] += 1
             observe(msg, record, pickle_wrappers=pickle_wrappers)

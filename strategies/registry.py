@@ -26,7 +26,7 @@ from hypothesis.errors import InvalidArgument
 if TYPE_CHECKING:
     from .builder import FieldContext
 
-__all__ = ["FieldFactory", "SemanticRegistry", "DEFAULT_REGISTRY"]
+__all__ = ["FieldFactory", "SemanticRegistry"]
 
 #: ``factory(ctx) -> strategy | None``; see the module docstring.
 FieldFactory = Callable[["FieldContext"], Optional[st.SearchStrategy]]
@@ -91,7 +91,3 @@ class SemanticRegistry:
         shown = list(self.patterns())
         return f"SemanticRegistry({', '.join(map(repr, shown))})"
 
-
-#: The registry :func:`strategies.from_struct` uses unless told otherwise;
-#: :mod:`strategies.semantic` fills it on import.
-DEFAULT_REGISTRY = SemanticRegistry()

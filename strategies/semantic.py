@@ -1,8 +1,9 @@
 """Semantic strategies: what fields mean, beyond what their types say.
 
-Each public function here is a standalone strategy; each ``_factory`` below is
-registered in :data:`~strategies.registry.DEFAULT_REGISTRY` under the field
-names (or globs) it gives meaning to. A factory first checks that the field's
+Each public function here is a standalone strategy; :func:`register_defaults`
+registers each ``_factory`` below in a registry under the field names (or
+globs) it gives meaning to (importing this module registers nothing; the
+reference schema's filled registry is :data:`strategies.reference.REGISTRY`). A factory first checks that the field's
 inspected type has the shape it expects and declines (returns ``None``)
 otherwise, so a same-named field of another implementation with a different
 type falls back to type-driven generation.
@@ -66,14 +67,14 @@ import numpy as np
 import torch
 from msgspec import inspect as mi
 
-from reference_codec.schema import INT64_MAX, INT64_MIN
+from reference_codec.schema import ENUM_TYPES, INT64_MAX, INT64_MIN
 from reference_codec.type_tree import STRUCT_TYPES, children, struct_info, unwrap
 
 from ._draws import choice, exact_binary, ints, lists_of, one_in, or_none, union
 from ._public import check_choice, check_int, check_optional_bool, named, named_composite
 from .batches import DISTINCT_REQUESTS, repeat_rows
 from .builder import FieldContext, union_arms
-from .registry import DEFAULT_REGISTRY, SemanticRegistry
+from .registry import SemanticRegistry
 from .tensors import ndarrays, tensors, visible_devices
 from .untyped import untyped_values
 from .values import SPECIAL_FLOATS, edge_floats, integers_between, texts
@@ -98,6 +99,8 @@ __all__ = [
 
 _BOOLS = st.booleans()
 _NONE = st.none()
+# The reference schema's untyped values: its enums among the leaves.
+_UNTYPED = untyped_values(enums=ENUM_TYPES)
 
 
 def _rare(draw, n: int = 8) -> bool:
@@ -572,7 +575,7 @@ def _model_specific_data(draw, modality: Optional[str] = None) -> dict:
     if draw(_BOOLS):
         out["image_emb_mask"] = draw(_MASKS)
     if _rare(draw):
-        out[draw(_EXTRA_KEYS)] = draw(untyped_values())
+        out[draw(_EXTRA_KEYS)] = draw(_UNTYPED)
     return out
 
 
@@ -890,7 +893,7 @@ def _customized_info_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
             return None
         # an empty batch shows its per-request lists only inside a non-empty dict
         min_size = 1 if ctx.batch_size == 0 else 0
-        return st.dictionaries(texts(max_size=8), ctx.per_request(untyped_values(max_leaves=2)), min_size=min_size, max_size=3)
+        return st.dictionaries(texts(max_size=8), ctx.per_request(untyped_values(enums=ENUM_TYPES, max_leaves=2)), min_size=min_size, max_size=3)
 
     return _batch_arms(ctx, per_batch)
 
@@ -931,5 +934,3 @@ def register_defaults(registry: SemanticRegistry) -> SemanticRegistry:
     registry.register("customized_info", _customized_info_factory)
     return registry
 
-
-register_defaults(DEFAULT_REGISTRY)

@@ -18,8 +18,6 @@ import hypothesis.strategies as st
 import torch
 from hypothesis.errors import InvalidArgument
 
-from reference_codec.schema import ENUM_TYPES
-
 from ._public import check_bool, check_int, named, named_composite
 from .tensors import ndarrays, tensors
 from .values import big_ints, edge_floats, int64s, numpy_scalars, texts
@@ -56,13 +54,13 @@ def _leaves(enums: Tuple[type, ...], json_like: bool = False) -> st.SearchStrate
         ]
     if enums:
         branches.append(st.sampled_from([member for cls in enums if issubclass(cls, enum.Enum) for member in cls]))
-    shown: Dict[str, Any] = {} if enums == ENUM_TYPES else {"enums": enums}
+    shown: Dict[str, Any] = {"enums": enums} if enums else {}
     if json_like:
         shown["json_like"] = True
     return named("untyped_leaves", st.one_of(branches), **shown)
 
 
-_DEFAULT_LEAVES = _leaves(ENUM_TYPES)
+_DEFAULT_LEAVES = _leaves(())
 # Keys an untyped dict can hold on every codec: msgpack maps take any scalar
 # key, but only str and int64 keys decode to the same Python key everywhere.
 _KEYS = st.one_of(texts(max_size=8), int64s())
@@ -85,12 +83,12 @@ def _json_containers(children: st.SearchStrategy) -> st.SearchStrategy:
 
 @functools.lru_cache(maxsize=None)
 def _recursive(enums: Tuple[type, ...], max_leaves: int, json_like: bool) -> st.SearchStrategy:
-    leaves = _DEFAULT_LEAVES if enums == ENUM_TYPES and not json_like else _leaves(enums, json_like)
+    leaves = _DEFAULT_LEAVES if not enums and not json_like else _leaves(enums, json_like)
     return st.recursive(leaves, _json_containers if json_like else _containers, max_leaves=max_leaves)
 
 
 @named_composite("untyped_values")
-def _untyped_values(draw, enums: Tuple[type, ...] = ENUM_TYPES, max_leaves: int = 6, json_like: bool = False):
+def _untyped_values(draw, enums: Tuple[type, ...] = (), max_leaves: int = 6, json_like: bool = False):
     return draw(_recursive(enums, max_leaves, json_like))
 
 
@@ -99,7 +97,7 @@ _DEFAULT_UNTYPED = _untyped_values()
 
 def untyped_leaves(*, enums: Optional[Sequence[type]] = None) -> st.SearchStrategy:
     """One non-container value of any kind :func:`untyped_values` uses. Shrinks toward ``None``."""
-    return _DEFAULT_LEAVES if enums is None else _leaves(_check_enums(enums))
+    return _DEFAULT_LEAVES if not enums else _leaves(_check_enums(enums))
 
 
 def untyped_keys() -> st.SearchStrategy:
@@ -127,27 +125,26 @@ def untyped_values(
 
     Leaves include ints up to 128 bits, NaN/``-0.0``/infinite floats, numpy
     scalars of several dtypes, small tensors and ndarrays, ``torch.Size`` and
-    members of ``enums`` (default: the schema's ``ENUM_TYPES``; pass another
-    implementation's enums to drive its codec, or ``()`` for none). Dict keys
+    members of ``enums`` (default: none; pass an implementation's enums to
+    drive its codec, e.g. :data:`strategies.reference.UNTYPED` holds the
+    reference schema's ``ENUM_TYPES``). Dict keys
     are str or int64. Nesting is bounded by ``max_leaves``.
 
     ``json_like=True``: only what JSON can say, for an implementation whose
     untyped fields carry nothing richer: ``None``, bool, int64, float, str,
     lists and str-keyed dicts; no tuples, bytes or ext types, and members of
-    ``enums`` only when given (default: none). Floats still include NaN and
+    ``enums`` only when given. Floats still include NaN and
     the infinities: msgpack carries them, and a codec must keep them.
 
     Shrinks toward ``None``, then toward flatter containers with fewer leaves.
     """
     check_int(max_leaves, "max_leaves", min_value=1, max_value=64)
     check_bool(json_like, "json_like")
-    if enums is None and max_leaves == 6 and not json_like:
+    if not enums and max_leaves == 6 and not json_like:
         return _DEFAULT_UNTYPED
     chosen: dict = {}
-    if enums is not None:
+    if enums:
         chosen["enums"] = _check_enums(enums)
-    elif json_like:
-        chosen["enums"] = ()
     if max_leaves != 6:
         chosen["max_leaves"] = max_leaves
     if json_like:

@@ -29,7 +29,7 @@ from conformance.neutral import SAFE_INT_MAX, dumps_canonical, from_neutral, sch
 from conformance.properties import MESSAGE_TAGS
 from reference_codec import samples
 from reference_codec.dtypes import ARRAY_TYPECODES, TORCH_DTYPES
-from reference_codec.schema import MESSAGE_TYPES, Int128, Modality, ProfileReqType
+from reference_codec.schema import ENUM_TYPES, MESSAGE_TYPES, Int128, Modality, ProfileReqType
 
 
 def _f64(bits: str) -> float:
@@ -343,7 +343,7 @@ def test_every_message_type_round_trips(tag, data):
     assert_round_trips(data.draw(st.from_type(MESSAGE_TYPES[tag]), label="message"))
 
 
-@given(value=strategies.untyped_values(max_leaves=12))
+@given(value=strategies.untyped_values(enums=ENUM_TYPES, max_leaves=12))
 def test_untyped_values_round_trip(value):
     assert_round_trips(value)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import Phase, find, given, settings
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import InvalidArgument, NoSuchExample
 from msgspec import Meta
 from typing_extensions import Annotated
 
@@ -431,7 +431,7 @@ def test_a_registry_factory_applies_by_name_sees_the_batch_size_and_may_decline(
         assert v.scores == [float(i) for i in range(len(v.scores))]
         return {"single None" if v.single is None else "single set", "batch" if v.scores else "empty"}
 
-    generates(strategies.from_struct(ForeignBatch, registry=registry), labels, {"single None", "single set", "batch", "empty"})
+    generates(strategies.from_struct(ForeignBatch, registry=registry, batch_field="rids"), labels, {"single None", "single set", "batch", "empty"})
     assert "sco*" in repr(registry) and len(registry) == 2
 
 
@@ -442,7 +442,7 @@ def test_a_factory_returning_a_non_strategy_fails_naming_factory_and_field():
         find(strategies.from_struct(ForeignBatch, registry=registry), lambda v: True, settings=settings(database=None))
 
 
-@given(strategies.from_struct(ForeignBatch))
+@given(strategies.from_struct(ForeignBatch, batch_field="rids"))
 def test_every_list_of_a_foreign_batch_struct_has_one_entry_per_request(v):
     n = len(v.scores)
     assert v.rids is None or len(v.rids) == n
@@ -465,3 +465,53 @@ def test_from_struct_repr_names_the_class():
     assert repr(strategies.from_struct(Shapes)) == "from_struct(cls=Shapes)"
     assert repr(strategies.from_struct(Shapes, surrogates=True)) == "from_struct(cls=Shapes, surrogates=True)"
     assert repr(strategies.from_struct(Paths, overrides={"one.x": st.just(7)})) == "from_struct(cls=Paths, overrides={'one.x': just(7)})"
+
+
+
+class LooksLikeTheReference(msgspec.Struct):
+    """A local struct whose field names the reference schema gives meaning to."""
+
+    rids: Optional[List[str]] = None
+    finish_reason: Optional[Dict[str, Any]] = None
+    scores: List[float] = []
+    extra: Any = None
+
+
+def _reference_labels(v: LooksLikeTheReference) -> Set[str]:
+    out = set()
+    if v.rids is not None and len(v.rids) != len(v.scores):
+        out.add("rids not a batch")
+    if isinstance(v.finish_reason, dict) and v.finish_reason.get("type") in ("stop", "length", "abort"):
+        out.add("finish meaning")
+    if any(isinstance(x, enum.Enum) for x in walk(v.extra)):
+        out.add("reference enum")
+    return out
+
+
+@given(strategies.from_struct(LooksLikeTheReference))
+def test_from_struct_by_default_draws_no_reference_enum_in_untyped_values(v):
+    assert not any(isinstance(x, enum.Enum) for x in walk(v.extra))
+
+
+def test_from_struct_draws_no_reference_meaning_by_default():
+    strategy = strategies.from_struct(LooksLikeTheReference)
+    generates(strategy, _reference_labels, {"rids not a batch"})
+    with pytest.raises(NoSuchExample):
+        find(
+            strategy,
+            lambda v: "finish meaning" in _reference_labels(v),
+            settings=settings(database=None, max_examples=300, phases=[Phase.generate]),
+        )
+
+
+def test_from_struct_draws_the_reference_meaning_with_the_pack():
+    from strategies import reference
+
+    for strategy in (strategies.from_struct(LooksLikeTheReference, **reference.OPTIONS), reference.reference_struct(LooksLikeTheReference)):
+        generates(strategy, _reference_labels, {"finish meaning", "reference enum"}, max_examples=1000)
+        with pytest.raises(NoSuchExample):
+            find(
+                strategy,
+                lambda v: "rids not a batch" in _reference_labels(v),
+                settings=settings(database=None, max_examples=300, phases=[Phase.generate]),
+            )

@@ -111,7 +111,7 @@ def test_measure_counts_leaves_depth_and_bytes():
     assert size.nbytes >= 24
 
 
-@given(strategies.from_struct(FlushCacheReqInput))
+@given(strategies.reference_struct(FlushCacheReqInput))
 def test_target_size_reports_to_hypothesis_from_inside_a_test(msg):
     assert strategies.target_size(msg) == strategies.measure(msg)
 

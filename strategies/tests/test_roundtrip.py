@@ -19,7 +19,7 @@ CODECS = [ReferenceCodec(), ReferenceCodec(out_of_band_threshold=64)]
 @pytest.mark.parametrize("codec", CODECS, ids=repr)
 @pytest.mark.parametrize("cls", MESSAGE_TYPES.values(), ids=lambda c: c.__name__)
 def test_every_generated_message_roundtrips_through_the_reference_codec(cls, codec):
-    @given(strategies.from_struct(cls))
+    @given(strategies.reference_struct(cls))
     def roundtrip(msg):
         strategies.target_size(msg)  # steers nightly runs toward large, deep messages
         assert type(codec.decode(codec.encode(msg))) is cls

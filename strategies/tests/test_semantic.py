@@ -46,7 +46,7 @@ def test_logprob_rows_include_leading_none():
         rows = msg.input_token_logprobs_val or []
         return {"leading None"} if any(r and len(r) > 1 and r[0] is None and _floats_only(r[1:]) for r in rows) else set()
 
-    generates(strategies.from_struct(_TOKEN_IDS), labels, {"leading None"})
+    generates(strategies.reference_struct(_TOKEN_IDS), labels, {"leading None"})
 
 
 def test_logprob_rows_without_leading_none_for_multi_item_scoring():
@@ -54,7 +54,7 @@ def test_logprob_rows_without_leading_none_for_multi_item_scoring():
         rows = msg.input_token_logprobs_val or []
         return {"no leading None"} if any(r and r[0] is not None for r in rows) else set()
 
-    generates(strategies.from_struct(_TOKEN_IDS), labels, {"no leading None"})
+    generates(strategies.reference_struct(_TOKEN_IDS), labels, {"no leading None"})
 
 
 def test_logprob_fields_include_empty_rows_and_the_empty_streaming_chunk():
@@ -72,7 +72,7 @@ def test_logprob_fields_include_empty_rows_and_the_empty_streaming_chunk():
                 out.add("None row")
         return out
 
-    generates(strategies.from_struct(_TOKEN_IDS), labels, {"[[]]", "[] row in a batch", "field None", "None row"})
+    generates(strategies.reference_struct(_TOKEN_IDS), labels, {"[[]]", "[] row in a batch", "field None", "None row"})
 
 
 def test_top_logprob_rows_are_two_levels_with_k_varying_between_requests():
@@ -86,7 +86,7 @@ def test_top_logprob_rows_are_two_levels_with_k_varying_between_requests():
         return out
 
     generates(
-        strategies.from_struct(_TOKEN_IDS),
+        strategies.reference_struct(_TOKEN_IDS),
         labels,
         {"output_top_logprobs_val k varies", "output_token_ids_logprobs_val k varies", "input_token_ids_logprobs_val k varies"},
     )
@@ -98,7 +98,7 @@ def _skeleton(value):
 
 @pytest.mark.parametrize("cls", _OUTPUTS, ids=lambda c: c.__name__)
 def test_logprob_idx_fields_have_exactly_the_shape_of_their_val_fields(cls):
-    @given(strategies.from_struct(cls))
+    @given(strategies.reference_struct(cls))
     def check(msg):
         for side in ("input", "output"):
             for family in _FAMILIES:
@@ -128,7 +128,7 @@ def test_logprob_values_include_nan_negative_zero_and_minus_infinity():
                     out.add("-inf")
         return out
 
-    generates(strategies.from_struct(_TOKEN_IDS), labels, {"nan", "-0.0", "-inf"})
+    generates(strategies.reference_struct(_TOKEN_IDS), labels, {"nan", "-0.0", "-inf"})
 
 
 @given(strategies.logprob_rows(kind="top", values=False, batch_size=3))
@@ -164,7 +164,7 @@ def test_finish_reasons_in_batches_take_the_main_shapes_and_none():
     def labels(msg):
         return {_finish_shape(r) if r is not None else "None" for r in msg.finished_reasons}
 
-    generates(strategies.from_struct(_TOKEN_IDS), labels, {"None", "length", "abort, status", "stop, token", "stop, str"})
+    generates(strategies.reference_struct(_TOKEN_IDS), labels, {"None", "length", "abort, status", "stop, token", "stop, str"})
 
 
 def test_stop_strings_include_the_empty_string_alone_and_in_lists():
@@ -177,7 +177,7 @@ def test_stop_strings_include_the_empty_string_alone_and_in_lists():
                 out.add("'' in a list")
         return out
 
-    generates(strategies.from_struct(SamplingParams), labels, {"''", "'' in a list"})
+    generates(strategies.reference_struct(SamplingParams), labels, {"''", "'' in a list"})
 
 
 def test_token_ids_are_int64_arrays_reaching_the_int64_limits():
@@ -188,7 +188,7 @@ def test_token_ids_are_int64_arrays_reaching_the_int64_limits():
                 out.update(f"limit {x}" for x in ids if x in (INT64_MAX, INT64_MIN))
         return out
 
-    generates(strategies.from_struct(_TOKEN_IDS), labels, {f"limit {INT64_MAX}", f"limit {INT64_MIN}"})
+    generates(strategies.reference_struct(_TOKEN_IDS), labels, {f"limit {INT64_MAX}", f"limit {INT64_MIN}"})
 
 
 def _mm_labels(out: MultimodalProcessorOutput) -> set:
@@ -221,7 +221,7 @@ def test_multimodal_items_cover_every_modality_with_tensor_and_ndarray_features(
     expected = {f"{m.name} tensor torch.{d}" for m in Modality for d in ("float16", "bfloat16", "float32", "uint8")}
     expected |= {f"{m.name} ndarray {d}" for m in Modality for d in ("float16", "float32", "uint8")}
     expected |= {"per-item list", "offsets as tuples", "hash past int64", "pad value from hash", "precomputed embeddings", "grid", "sizes"}
-    generates(strategies.from_struct(MultimodalProcessorOutput), _mm_labels, expected, max_examples=1500)
+    generates(strategies.reference_struct(MultimodalProcessorOutput), _mm_labels, expected, max_examples=1500)
 
 
 def test_routed_experts_are_int32_token_layer_top_k_tensors_often_offset_views():
@@ -237,7 +237,7 @@ def test_routed_experts_in_str_outputs_are_base64_text():
         texts = [r for r in msg.routed_experts or [] if isinstance(r, str) and r]
         return {"base64"} if texts else set()
 
-    generates(strategies.from_struct(BatchStrOutput), labels, {"base64"})
+    generates(strategies.reference_struct(BatchStrOutput), labels, {"base64"})
 
 
 def test_pooled_hidden_states_are_stacked_or_per_request_with_none():
@@ -251,7 +251,7 @@ def test_pooled_hidden_states_are_stacked_or_per_request_with_none():
             return {"per request with None"}
         return set()
 
-    generates(strategies.from_struct(BatchEmbeddingOutput), labels, {"stacked", "per request with None"})
+    generates(strategies.reference_struct(BatchEmbeddingOutput), labels, {"stacked", "per request with None"})
 
 
 def test_embeddings_cover_every_arm_of_their_union():
@@ -270,7 +270,7 @@ def test_embeddings_cover_every_arm_of_their_union():
                 out.add("mixed")
         return out
 
-    generates(strategies.from_struct(BatchEmbeddingOutput), labels, {"score", "sparse", "dense", "multi-vector", "mixed"})
+    generates(strategies.reference_struct(BatchEmbeddingOutput), labels, {"score", "sparse", "dense", "multi-vector", "mixed"})
 
 
 @given(strategies.hidden_states(batch_size=4))
@@ -315,7 +315,7 @@ def test_batches_of_size_0_1_and_large_keep_every_parallel_list_as_long_as_rids(
             return set()
         return {"0" if n == 0 else "1" if n == 1 else "large" if n > strategies.batches.SMALL_BATCH_MAX else "small"}
 
-    generates(strategies.from_struct(cls), labels, {"0", "1", "small", "large"})
+    generates(strategies.reference_struct(cls), labels, {"0", "1", "small", "large"})
 
 
 def test_time_stats_carry_128_bit_trace_ids():
@@ -323,10 +323,10 @@ def test_time_stats_carry_128_bit_trace_ids():
         trace = getattr(msg.time_stats, "trace", None)
         return {"trace id past 64 bits"} if trace is not None and abs(trace.trace_id) > UINT64_MAX else set()
 
-    generates(strategies.from_struct(TokenizedGenerateReqInput), labels, {"trace id past 64 bits"})
+    generates(strategies.reference_struct(TokenizedGenerateReqInput), labels, {"trace id past 64 bits"})
 
 
-@given(strategies.from_struct(TokenizedGenerateReqInput))
+@given(strategies.reference_struct(TokenizedGenerateReqInput))
 def test_pickle_wrappers_never_appear_by_default(msg):
     assert not any(isinstance(v, PickleWrapper) for v in walk(msg))
 
@@ -341,7 +341,7 @@ def test_pickle_wrappers_appear_when_opted_in_and_unpickle_to_the_other_arm():
             return {"wrapped"}
         return set()
 
-    generates(strategies.from_struct(TokenizedGenerateReqInput, pickle_wrappers=True), labels, {"wrapped"})
+    generates(strategies.reference_struct(TokenizedGenerateReqInput, pickle_wrappers=True), labels, {"wrapped"})
 
 
 def test_lone_surrogates_appear_only_when_opted_in_and_do_not_encode():
@@ -354,7 +354,7 @@ def test_lone_surrogates_appear_only_when_opted_in_and_do_not_encode():
             return {"surrogate"}
         return set()
 
-    generates(strategies.from_struct(FlushCacheReqOutput, surrogates=True), labels, {"surrogate"})
+    generates(strategies.reference_struct(FlushCacheReqOutput, surrogates=True), labels, {"surrogate"})
 
 
 @pytest.mark.parametrize(
@@ -375,5 +375,5 @@ def test_semantic_arguments_are_validated_at_call_time_naming_the_argument(call,
 
 
 def test_every_semantic_factory_is_registered_by_name():
-    patterns = set(strategies.DEFAULT_REGISTRY.patterns())
+    patterns = set(strategies.REFERENCE_REGISTRY.patterns())
     assert {"*_logprobs_val", "*_logprobs_idx", "finished_reasons", "feature", "pooled_hidden_states", "embeddings"} <= patterns
