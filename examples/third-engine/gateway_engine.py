@@ -75,7 +75,7 @@ _JSON = untyped_values(json_like=True, enums=())
 
 
 def _message_strategy(cls: type):
-    return from_struct(cls, registry=_REGISTRY, untyped=_JSON, batch_field=None)
+    return from_struct(cls, registry=_REGISTRY, untyped=_JSON)
 
 
 ENGINE = Engine(

@@ -6,8 +6,9 @@ drawn within vLLM's documented ranges (``_valid_fields``), so almost every
 draw is a valid instance; the custom classes deep inside
 (``MultiModalKwargsItem``, ``UtilityResult``) get strategies by type.
 Untyped fields (``dict[str, Any]``) hold JSON-like values within int64, which
-is what vLLM documents for them; no other engine's field meanings apply (an
-empty semantic registry). Imports vLLM only when a strategy is built.
+is what vLLM documents for them; no other engine's field meanings apply (the
+builder's defaults: no semantic registry, no batch field). Imports vLLM only
+when a strategy is built.
 """
 
 from __future__ import annotations
@@ -139,13 +140,6 @@ def _untyped():
 
 
 @functools.lru_cache(maxsize=None)
-def _registry():
-    from strategies import SemanticRegistry
-
-    return SemanticRegistry()  # vLLM's field names mean nothing to SGLang's factories
-
-
-@functools.lru_cache(maxsize=None)
 def _type_overrides() -> Dict[type, Any]:
     import hypothesis.strategies as st
     from vllm.lora.request import LoRARequest
@@ -197,7 +191,7 @@ def _validated(cls: type, fields: Mapping[str, Any], types: Mapping[type, Any]):
 
     overrides: _Overrides = {name: s for name, s in fields.items()}
     overrides.update((t, s) for t, s in types.items() if t is not cls)
-    inner = from_struct(cls, overrides, registry=_registry(), untyped=_untyped(), batch_field=None)
+    inner = from_struct(cls, overrides, untyped=_untyped())  # no registry, no batch field: the generic defaults
 
     @st.composite
     def draw_valid(draw):
@@ -217,5 +211,5 @@ def message_strategy(cls: type):
     from strategies import from_struct
 
     overrides: _Overrides = {t: s for t, s in _type_overrides().items()}  # a copy: the cached table stays as built
-    return from_struct(cls, overrides, registry=_registry(), untyped=_untyped(), batch_field=None)
+    return from_struct(cls, overrides, untyped=_untyped())  # no registry, no batch field: the generic defaults
 
