@@ -1,4 +1,4 @@
-"""GPU tests skip, with a reason that says so, where CUDA is absent."""
+"""GPU tests skip, with a reason that says so, where CUDA is absent; they draw with the strategies' profile."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import pathlib
 
 import pytest
 import torch
+
+from strategies.pytest_plugin import pytest_configure  # noqa: F401 - the profile and st.from_type, as the other test folders
 
 
 def pytest_collection_modifyitems(config, items):

@@ -38,7 +38,7 @@ loads no profile. A runner calls :func:`load_profile` (it registers the
 see :mod:`strategies.profiles`) and, to make ``st.from_type`` draw the
 reference schema's messages, :func:`register_type_strategies`. This
 repository's tests get both from the pytest plugin
-:mod:`strategies.pytest_plugin` (``addopts`` in ``pyproject.toml``). The
+:mod:`strategies.pytest_plugin` (each test folder's ``conftest.py`` imports its hook). The
 coverage report is ``python -m strategies.coverage``.
 """
 

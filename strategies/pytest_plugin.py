@@ -4,8 +4,11 @@ At configure time it loads the Hypothesis profile the environment selects
 (:func:`strategies.profiles.load_profile`: ``ci`` under ``CI=true``) and
 registers ``st.from_type`` for the reference schema's types
 (:func:`strategies.messages.register_type_strategies`). This repository's
-tests enable it in ``pyproject.toml`` (``addopts = -p strategies.pytest_plugin``);
-another project's tests enable it with ``-p strategies.pytest_plugin``.
+tests import its hook in each test folder's ``conftest.py`` (``-p`` or
+``addopts`` would import this package before pytest puts the source tree on
+``sys.path``, and a tox run would then test the installed copy against the
+source tree's test files: "import file mismatch"); another project's tests
+may enable it with ``-p strategies.pytest_plugin``.
 """
 
 from __future__ import annotations
