@@ -20,6 +20,8 @@ from .profile import (
     ENGINES,
     Engine,
     EngineSelectionError,
+    MessageFamily,
+    Release,
     engine_from_environment,
     engine_spec_from_environment,
     load_engine,
@@ -27,6 +29,8 @@ from .profile import (
 
 __all__ = [
     "Engine",
+    "MessageFamily",
+    "Release",
     "ENGINES",
     "ENGINE_ENV",
     "DEFAULT_ENGINE",

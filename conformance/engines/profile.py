@@ -13,6 +13,8 @@ from .default import DEFAULT_ENGINE
 
 __all__ = [
     "Engine",
+    "MessageFamily",
+    "Release",
     "ENGINES",
     "ENGINE_ENV",
     "DEFAULT_ENGINE",
@@ -50,6 +52,62 @@ def _nothing() -> None:
 
 def _no_samples(seed: int) -> Sequence[Tuple[str, Any]]:
     return ()
+
+
+def _no_ext_types() -> Mapping[int, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class MessageFamily:
+    """Messages that cross one kind of boundary of an engine (its IPC sockets, its KV-event stream, a handshake).
+
+    It is what a schema snapshot records (:mod:`conformance.schema_diff`), and
+    it is declared so that it resolves in *any* release of the engine: the
+    snapshot of an older release is written in that release's own
+    environment, from its runtime classes.
+
+    Attributes
+    ----------
+    name
+        Short and stable across releases (``"engine-core"``, ``"kv-events"``):
+        snapshots of two releases are compared family by family.
+    description
+        One line for reports.
+    roots
+        ``() -> {name: class}``: the message types a frame of this family can
+        be, found in the release's modules when called (import inside). Every
+        struct, dataclass or NamedTuple reachable from a root is part of the
+        family. ``ImportError`` when the release does not have the family
+        (it appeared later).
+    framing
+        ``"tagged"``: a frame says its own type (a tag field);
+        ``"typed"``: the socket's declared type says it.
+    ext_types
+        ``() -> {code: what}``: the msgpack ext codes the engine's codec
+        writes for this family (tensors, arrays, pickled fallbacks), from the
+        release's own constants.
+    """
+
+    name: str
+    description: str
+    roots: Callable[[], Mapping[str, type]]
+    framing: str = "tagged"
+    ext_types: Callable[[], Mapping[int, str]] = _no_ext_types
+
+
+@dataclass(frozen=True)
+class Release:
+    """One published release of an engine, as the release history installs it (:mod:`conformance.releases`).
+
+    ``requirements`` are installed with ``--no-deps`` beside the engine's own
+    wheel (also ``--no-deps``): the pure-Python packages its family modules
+    import on a CPU machine, pinned, so an environment built a year later
+    imports the same code.
+    """
+
+    version: str
+    requirements: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +167,13 @@ class Engine:
     setup
         Run once when the engine is loaded: imports, environment the engine
         reads at import, equivalence rules (``register_rule``).
+    package
+        The engine's distribution on the package index (``"vllm"``), or ``None``.
+    families
+        The :class:`MessageFamily` s of the engine's wire, for schema
+        snapshots and cross-release checks; empty when none is declared.
+    releases
+        The published releases the release history covers, oldest first.
     """
 
     name: str
@@ -126,6 +191,9 @@ class Engine:
     bench_target: Optional[str] = None
     bench_labels: Mapping[str, str] = field(default_factory=dict)
     setup: Callable[[], None] = _nothing
+    package: Optional[str] = None
+    families: Sequence[MessageFamily] = ()
+    releases: Sequence[Release] = ()
 
     @functools.cached_property
     def types(self) -> Mapping[str, type]:
