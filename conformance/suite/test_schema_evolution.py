@@ -216,7 +216,7 @@ def test_codec_schema_differs_from_the_reference_only_at_the_tail(codec, tag):
         raise PropertyFailure(
             codec=codec.name, what=f"has no message {tag!r}: its peers' messages of that type will be refused", finding=Finding.of("breaks-schema", tag, "no such message")
         )
-    breaking = [c for c in diff_struct(tag, MESSAGE_TYPES[tag], theirs[tag]) if c.breaking]
+    breaking = [c for c in diff_struct(tag, MESSAGE_TYPES[tag], theirs[tag]) if c.breaks("backward")]
     if breaking:
         raise PropertyFailure(
             codec=codec.name,

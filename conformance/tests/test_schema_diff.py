@@ -22,6 +22,10 @@ def kinds(changes):
     return [(c.kind, c.breaking) for c in changes]
 
 
+def directions(changes):
+    return [(c.kind, c.backward, c.forward) for c in changes]
+
+
 def test_identical_schemas_have_no_changes():
     assert diff_schemas(MESSAGE_TYPES, MESSAGE_TYPES) == []
 
@@ -50,14 +54,22 @@ def test_field_removed_from_the_middle_is_breaking_and_from_the_tail_is_not():
     assert kinds(diff_struct("TokenizedReq", V1, tail)) == [("field removed", False)]
 
 
-def test_type_change_and_new_requirement_are_breaking_default_change_is_not():
+def test_type_change_is_refused_both_ways_and_a_default_change_breaks_nothing_when_every_field_is_written():
     v2 = _version(("input_ids", bytes), ("session_id", Optional[str], "s"), ("lora_id", str))
-    assert kinds(diff_struct("TokenizedReq", V1, v2)) == [
-        ("type changed", True),
-        ("default changed", False),
-        ("type changed", True),
-        ("default removed", True),
+    assert directions(diff_struct("TokenizedReq", V1, v2)) == [
+        ("type changed", "refuses", "refuses"),
+        ("default changed", "ok", "ok"),  # a positional sender writes every field, its default or not
+        ("type changed", "refuses", "ok"),  # an old sender's None is refused
+        ("default removed", "ok", "ok"),
     ]
+
+
+def test_with_omit_defaults_a_changed_default_is_misread_and_a_removed_one_refused():
+    old = msgspec.defstruct("M", [("x", int, 0), ("y", int, 1)], omit_defaults=True, tag=True, kw_only=True)
+    new = msgspec.defstruct("M", [("x", int, 5), ("y", int)], omit_defaults=True, tag=True, kw_only=True)
+    assert directions(diff_struct("M", old, new)) == [("default changed", "misreads", "misreads"), ("default removed", "refuses", "ok")]
+    sent = msgspec.msgpack.encode(old(x=0, y=2))  # x equals its old default: left out
+    assert msgspec.msgpack.decode(sent, type=msgspec.defstruct("M", [("x", int, 5), ("y", int, 1)], tag=True)).x == 5  # read as the new default
 
 
 def test_losing_array_like_is_breaking():
@@ -68,7 +80,7 @@ def test_losing_array_like_is_breaking():
 def test_removed_and_added_messages_are_reported():
     old = {"A": V1, "B": V1}
     new = {"A": V1, "C": V1}
-    assert kinds(diff_schemas(old, new)) == [("message removed", True), ("message added", False)]
+    assert directions(diff_schemas(old, new)) == [("message removed", "refuses", "ok"), ("message added", "ok", "refuses")]
 
 
 def test_command_line_exits_non_zero_on_a_breaking_change(capsys, monkeypatch):
@@ -155,17 +167,17 @@ def test_constrained_ints_compare_by_base_type_and_constraints():
     unsigned = msgspec.defstruct("M", [("room", Optional[UInt64], None)], tag=True, array_like=True)
     assert kinds(diff_struct("M", unsigned, unsigned)) == []
     # A negative room is now refused (ge tightened); rooms above 2**63 now fit (le loosened).
-    assert kinds(diff_struct("M", plain, unsigned)) == [("constraint tightened", True), ("constraint loosened", False)]
-    assert kinds(diff_struct("M", unsigned, plain)) == [("constraint tightened", True), ("constraint loosened", False)]
+    assert directions(diff_struct("M", plain, unsigned)) == [("constraint tightened", "refuses", "ok"), ("constraint loosened", "ok", "refuses")]
+    assert directions(diff_struct("M", unsigned, plain)) == [("constraint tightened", "refuses", "ok"), ("constraint loosened", "ok", "refuses")]
     int64 = msgspec.defstruct("M", [("room", Optional[Int64], None)], tag=True, array_like=True)
     assert kinds(diff_struct("M", plain, int64)) == []  # an int field means int64 (see schema_diff._INT_MIN)
 
 
-def test_a_widened_union_is_compatible_and_a_narrowed_one_breaking():
+def test_a_widened_union_is_backward_compatible_and_breaks_forward_and_a_narrowed_one_the_other_way():
     narrow = msgspec.defstruct("M", [("x", Optional[str], None)], tag=True, array_like=True)
     wide = msgspec.defstruct("M", [("x", Optional[str | int], None)], tag=True, array_like=True)
-    assert kinds(diff_struct("M", narrow, wide)) == [("type widened", False)]
-    assert kinds(diff_struct("M", wide, narrow)) == [("type changed", True)]
+    assert directions(diff_struct("M", narrow, wide)) == [("type widened", "ok", "refuses")]
+    assert directions(diff_struct("M", wide, narrow)) == [("type changed", "refuses", "ok")]
 
 
 def test_a_changed_tag_is_breaking():
@@ -190,7 +202,8 @@ def test_a_module_is_read_by_discovering_its_tagged_messages(tmp_path, monkeypat
     assert main(["schema_v1", "schema_v2"]) == 1
     out = capsys.readouterr().out
     assert "BREAKING: TokenizedGenerateReqInput.sampling_params -> SamplingParams: field inserted: 'min_p' at 1 of 4" in out
-    assert "schema diff schema_v1 -> schema_v2: 1 BREAKING change(s), first: TokenizedGenerateReqInput.sampling_params" in out
+    assert "compared 1 message types and 2 structs: 1 breaking change(s) (backward)" in out
+    assert "schema diff schema_v1 -> schema_v2 (backward; 1 message types, 2 structs compared): 1 BREAKING change(s), first: TokenizedGenerateReqInput.sampling_params" in out
     assert main(["schema_v1", "schema_v2", "--json"]) == 1
     import json
 

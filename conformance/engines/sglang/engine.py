@@ -14,6 +14,8 @@ from conformance.engines.profile import Engine
 from conformance.engines.sglang.bench import BENCH_CODECS, BENCH_LABELS, BENCH_TARGET
 from conformance.vectors.format import VECTORS_DIR
 
+from .families import FAMILIES
+
 __all__ = ["ENGINE", "CODECS"]
 
 
@@ -103,4 +105,5 @@ ENGINE = Engine(
     bench_codecs=BENCH_CODECS,
     bench_target=BENCH_TARGET,
     bench_labels=BENCH_LABELS,
+    families=FAMILIES,
 )

@@ -104,7 +104,7 @@ def to_add(reference: Mapping[str, type], engine: Mapping[str, type]) -> List[st
             lines.append(f"append to {change.where}: {change.detail}")
         elif change.kind in ("message removed",):
             lines.append(f"{change.tag}: the release no longer has it; keep it while peers may still send it, or remove it")
-        elif change.breaking:
+        elif change.breaks("backward"):
             lines.append(f"the release changed {change.where} in a way positional decoding cannot follow ({change.kind}: {change.detail}); decide, and document it")
     return lines
 
@@ -145,7 +145,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         print(f"wrote {path} ({len(engine)} messages of sglang {version})")
-    differences = [c for c in diff_schemas(engine, MESSAGE_TYPES) if c.breaking]
+    differences = [c for c in diff_schemas(engine, MESSAGE_TYPES) if c.breaks("backward")]
     undocumented = [c for c in differences if not documented(c)]
     print(
         f"schema diff sglang {version} -> reference ({SCHEMA_VERSION}): {len(differences)} breaking difference(s), "

@@ -1,0 +1,57 @@
+"""SGLang's message families, resolvable in any release with msgpack IPC (0.5.15 on): what the schema snapshots record.
+
+* ``io``: the tagged IPC messages of ``sglang.srt.managers.io_struct``, every
+  string-tagged ``msgspec.Struct`` that derives from a tagged base
+  (``BaseReq``, ``BaseBatchReq``), discovered; ext codes from SGLang's codec
+  module (``_MSGPACK_EXT_*``).
+* ``kv-events``: ``KVEventBatch`` of ``sglang.srt.disaggregation.kv_events``,
+  published to external routers whether or not the IPC uses pickle.
+
+Nothing here imports SGLang until a family's ``roots`` is called.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Mapping
+
+from conformance.engines.profile import MessageFamily
+
+__all__ = ["FAMILIES", "IO_MODULE", "KV_EVENTS_MODULE", "CODEC_MODULES"]
+
+IO_MODULE = "sglang.srt.managers.io_struct"
+KV_EVENTS_MODULE = "sglang.srt.disaggregation.kv_events"
+#: Where SGLang's msgpack codec keeps its ext codes, newest location first.
+CODEC_MODULES = ("sglang.srt.utils.msgpack_utils",)
+
+
+def _io() -> Mapping[str, type]:
+    from .sync import engine_messages
+
+    return engine_messages(importlib.import_module(IO_MODULE))
+
+
+def _io_ext() -> Mapping[int, str]:
+    for name in CODEC_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return {value: attr for attr, value in vars(module).items() if attr.startswith("_MSGPACK_EXT_") and isinstance(value, int)}
+    return {}
+
+
+def _kv_events() -> Mapping[str, type]:
+    module = importlib.import_module(KV_EVENTS_MODULE)
+    return {"KVEventBatch": module.KVEventBatch}
+
+
+FAMILIES = (
+    MessageFamily(name="io", description="tagged IPC messages between SGLang's processes (sglang.srt.managers.io_struct)", roots=_io, framing="tagged", ext_types=_io_ext),
+    MessageFamily(
+        name="kv-events",
+        description="KV-cache events published to external routers (sglang.srt.disaggregation.kv_events)",
+        roots=_kv_events,
+        framing="typed",
+    ),
+)
