@@ -87,6 +87,14 @@ class MessageFamily:
         ``() -> {code: what}``: the msgpack ext codes the engine's codec
         writes for this family (tensors, arrays, pickled fallbacks), from the
         release's own constants.
+    codec
+        ``() -> codec`` with ``encode(obj) -> [frame, ...]`` and
+        ``decode(frames, cls) -> obj``: the release's own encoder and decoder
+        for this family, as its processes use them (``cls`` is the socket's
+        declared type; a tagged family may ignore it). ``None``: a plain
+        ``msgspec.msgpack`` encoder and a decoder of ``cls``, which is what a
+        family published for other programs (KV events) is written and read
+        with.
     """
 
     name: str
@@ -94,6 +102,7 @@ class MessageFamily:
     roots: Callable[[], Mapping[str, type]]
     framing: str = "tagged"
     ext_types: Callable[[], Mapping[int, str]] = _no_ext_types
+    codec: Optional[Callable[[], Any]] = None
 
 
 @dataclass(frozen=True)

@@ -410,24 +410,30 @@ class _Differ:
         return changes
 
     def _read_positional(self, sender_side: _Side, sender: StructRecord, receiver_side: _Side, receiver: StructRecord, start: int) -> Tuple[str, List[str]]:
-        """What a positional receiver does with a positional sender's array from position ``start`` on: the effect, and the fields that read another field's value."""
+        """What a positional receiver does with a positional sender's array from position ``start`` on: the effect, and the fields that read another field's value.
+
+        One slot whose types share no value, or a required field left
+        without a value, refuses every such message: that decides it.
+        """
         effects: List[str] = []
         wrong: List[str] = []
+        certain_refusal = False
         for k, rf in enumerate(receiver.fields):
             if k < start:
                 continue
             if k >= len(sender.fields):
-                effects.append(REFUSES if rf.required else OK)
+                certain_refusal |= rf.required
                 continue
             sf = sender.fields[k]
             same = sf.encode_name == rf.encode_name
-            effect = _slot_effect(_accepts(receiver_side, rf.type, sender_side, sf.type), same)
+            acceptance = _accepts(receiver_side, rf.type, sender_side, sf.type)
+            certain_refusal |= acceptance == "none"
             if not same:
                 wrong.append(f"{rf.encode_name}<-{sf.encode_name}")
-            effects.append(effect)
+            effects.append(_slot_effect(acceptance, same))
         if len(sender.fields) > len(receiver.fields) and receiver.forbid_unknown_fields:
-            effects.append(REFUSES)
-        return _worst(*effects), wrong
+            certain_refusal = True
+        return (REFUSES if certain_refusal else _worst(*effects)), wrong
 
     def _positional(self, a: StructRecord, b: StructRecord, change, pairs) -> bool:
         """Fields matched by position; True when a field shifted (reported once, with what each direction reads)."""

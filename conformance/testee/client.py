@@ -51,7 +51,7 @@ from typing import IO, Any, Dict, List, Optional, Sequence, Tuple, Type
 import msgspec
 
 from . import protocol
-from .protocol import DEFAULT_MAX_MESSAGE_BYTES, ERROR_KINDS, PROTOCOL_VERSION, ProtocolError, TruncatedMessage
+from .protocol import DEFAULT_MAX_MESSAGE_BYTES, ERROR_KINDS, PROTOCOL_VERSION, VALUE_OPS, ProtocolError, TruncatedMessage
 
 __all__ = [
     "TesteeCodec",
@@ -407,15 +407,15 @@ class TesteeCodec:
             return self._from_canonical("roundtrip", response["frames"])
         raise self._reported("roundtrip", response)
 
-    def request(self, op: str, frames: Sequence[Any] = ()) -> Dict[str, Any]:
-        """Send one request and return the validated response map (``ok`` true or false).
+    def request(self, op: str, frames: Sequence[Any] = (), **fields: Any) -> Dict[str, Any]:
+        """Send one request (``fields``: more keys of it, such as ``type`` and ``value``) and return the validated response map (``ok`` true or false).
 
         Crashes, timeouts and malformed answers raise (and restart the
         testee); errors the testee reports are returned, not raised.
         """
         with self._lock:
             proc = self._ensure_started()
-            return self._exchange(proc, op, list(frames), self.timeout)
+            return self._exchange(proc, op, list(frames), self.timeout, **fields)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -635,9 +635,13 @@ def _response_problem(response: Dict[str, Any], rid: int, op: str) -> Optional[s
         return None
     if op == "hello":
         return None  # checked field by field in _check_hello
+    if op in VALUE_OPS and "value" not in response:
+        return "no 'value'"
+    if op == "decode_value":
+        return None
     frames = response.get("frames")
     if not isinstance(frames, list) or not frames or not all(type(f) is bytes for f in frames):
         return "'frames' that is not a non-empty array of bin"
-    if op != "encode" and len(frames) != 1:
+    if op not in ("encode", "encode_value") and len(frames) != 1:
         return f"{len(frames)} frames (canonical wire v1 is one frame)"
     return None

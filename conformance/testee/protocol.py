@@ -25,6 +25,7 @@ import msgspec
 __all__ = [
     "PROTOCOL_VERSION",
     "OPS",
+    "VALUE_OPS",
     "ERROR_KINDS",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ProtocolError",
@@ -39,11 +40,14 @@ __all__ = [
 #: The version a testee declares in its ``hello`` answer.
 PROTOCOL_VERSION = 1
 
-#: Request operations.
-OPS = ("hello", "encode", "decode", "roundtrip")
+#: Request operations (``encode_value`` and ``decode_value``: the engine-neutral ones, PROTOCOL.md §7).
+OPS = ("hello", "encode", "decode", "roundtrip", "encode_value", "decode_value")
 
-#: ``error_kind`` values of a failed response.
-ERROR_KINDS = ("decode_error", "encode_error", "unsupported", "internal_error")
+#: The engine-neutral operations: a message as plain values and its type's name, for any engine.
+VALUE_OPS = ("encode_value", "decode_value")
+
+#: ``error_kind`` values of a failed response (``invalid``: the value is not a valid message of the named type, §7).
+ERROR_KINDS = ("decode_error", "encode_error", "unsupported", "internal_error", "invalid")
 
 #: Largest message accepted by default (256 MiB): below any length that text would spell.
 DEFAULT_MAX_MESSAGE_BYTES = 256 << 20

@@ -13,7 +13,7 @@ Nothing here imports SGLang until a family's ``roots`` is called.
 from __future__ import annotations
 
 import importlib
-from typing import Mapping
+from typing import Any, List, Mapping
 
 from conformance.engines.profile import MessageFamily
 
@@ -41,13 +41,26 @@ def _io_ext() -> Mapping[int, str]:
     return {}
 
 
+class _IoCodec:
+    """SGLang's own ``msgpack_encode``/``msgpack_decode`` of the release (``io_struct``): one frame, the tag says the type."""
+
+    def __init__(self) -> None:
+        self._io = importlib.import_module(IO_MODULE)
+
+    def encode(self, obj: Any) -> List[bytes]:
+        return [bytes(self._io.msgpack_encode(obj))]
+
+    def decode(self, frames: List[bytes], cls: type) -> Any:
+        return self._io.msgpack_decode(frames[0])
+
+
 def _kv_events() -> Mapping[str, type]:
     module = importlib.import_module(KV_EVENTS_MODULE)
     return {"KVEventBatch": module.KVEventBatch}
 
 
 FAMILIES = (
-    MessageFamily(name="io", description="tagged IPC messages between SGLang's processes (sglang.srt.managers.io_struct)", roots=_io, framing="tagged", ext_types=_io_ext),
+    MessageFamily(name="io", description="tagged IPC messages between SGLang's processes (sglang.srt.managers.io_struct)", roots=_io, framing="tagged", ext_types=_io_ext, codec=_IoCodec),
     MessageFamily(
         name="kv-events",
         description="KV-cache events published to external routers (sglang.srt.disaggregation.kv_events)",

@@ -15,7 +15,7 @@ Nothing here imports vLLM until a family's ``roots`` is called.
 from __future__ import annotations
 
 import importlib
-from typing import Dict, Mapping
+from typing import Any, Dict, List, Mapping
 
 from conformance.engines.profile import MessageFamily
 
@@ -45,6 +45,24 @@ def _engine_core_ext() -> Mapping[int, str]:
     return {value: name for name, value in vars(module).items() if name.startswith("CUSTOM_TYPE_") and isinstance(value, int)}
 
 
+class _EngineCoreCodec:
+    """vLLM's own ``MsgpackEncoder``/``MsgpackDecoder`` of the release (``vllm.v1.serial_utils``)."""
+
+    def __init__(self) -> None:
+        self._serial = importlib.import_module("vllm.v1.serial_utils")
+        self._encoder = self._serial.MsgpackEncoder()
+        self._decoders: Dict[type, Any] = {}
+
+    def encode(self, obj: Any) -> List[bytes]:
+        return [bytes(frame) for frame in self._encoder.encode(obj)]
+
+    def decode(self, frames: List[bytes], cls: type) -> Any:
+        decoder = self._decoders.get(cls)
+        if decoder is None:
+            decoder = self._decoders[cls] = self._serial.MsgpackDecoder(cls)
+        return decoder.decode(frames)
+
+
 def _kv_events() -> Mapping[str, type]:
     module = importlib.import_module(KV_EVENTS_MODULE)
     return {"KVEventBatch": module.KVEventBatch}
@@ -57,6 +75,7 @@ FAMILIES = (
         roots=_engine_core,
         framing="typed",
         ext_types=_engine_core_ext,
+        codec=_EngineCoreCodec,
     ),
     MessageFamily(
         name="kv-events",

@@ -1,0 +1,185 @@
+"""Confirm a snapshot diff live: release N's own encoder against release N+1's own decoder, and the reverse, with drawn messages.
+
+For every message type the diff says breaks in a direction, the driver
+searches (Hypothesis ``find``: drawn, then shrunk to the smallest witness)
+for a message of the *sender's* schema that the *receiver* refuses or
+misreads on a field both carry. Each side is a
+:mod:`~conformance.releases.host` process in its own release's
+environment, so both releases' real code runs. The result per message and
+direction is an :class:`Observation`: ``refuses`` (with the receiver's
+error), ``misreads`` (with the differing paths), ``ok`` (no draw broke: the
+predicted break was not seen), or ``not confirmable`` (why: the sender's
+schema cannot be drawn from a snapshot, or the type does not exist on one
+side). :func:`annotate` then gives each breaking change of the diff the
+symptom seen live.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+from conformance.schema_diff.compare import OK, Change
+from conformance.schema_diff.snapshot import Snapshot
+from conformance.testee.client import TesteeCodec
+
+from .values import differences, message_strategy
+
+__all__ = ["Observation", "HostProcess", "confirm_messages", "annotate", "DIRECTIONS"]
+
+#: (direction, sender, receiver): backward is the old release sending to the new one.
+DIRECTIONS = (("backward", "old", "new"), ("forward", "new", "old"))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one message type did live in one direction."""
+
+    family: str
+    message: str
+    direction: str
+    outcome: str  # "refuses", "misreads", "ok", "not confirmable"
+    detail: str
+    #: The shrunk witness as sent (neutral form, bounded), when a break was seen.
+    witness: str = ""
+    draws: int = 0
+
+
+class HostProcess:
+    """A running :mod:`~conformance.releases.host` for one release and family, spoken to over the testee framing."""
+
+    def __init__(self, python: str, engine: str, family: str, *, root: Optional[str] = None, timeout: float = 60.0) -> None:
+        root = root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ, PYTHONPATH=root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+        self.testee = TesteeCodec([python, "-m", "conformance.releases.host", "--engine", engine, "--family", family], env=env, timeout=timeout, startup_timeout=180.0)
+        self.hello = self.testee.request("hello")
+        self.name = str(self.hello.get("name"))
+        self.messages = set(self.hello.get("messages", ()))
+
+    def call(self, op: str, **fields: Any) -> Dict[str, Any]:
+        return self.testee.request(op, **fields)
+
+    def close(self) -> None:
+        self.testee.close()
+
+    def __enter__(self) -> "HostProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _bounded(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _round_trip(sender: HostProcess, receiver: HostProcess, message: str, value: Any) -> Tuple[str, str, Any]:
+    """(outcome, detail, sent) of one message: ``invalid`` when the sender's own class refuses the drawn value."""
+    sent = sender.call("encode_value", type=message, value=value)
+    if not sent.get("ok"):
+        return ("invalid" if sent.get("error_kind") == "invalid" else "sender failed"), str(sent.get("message")), None
+    read = receiver.call("decode_value", type=message, frames=sent["frames"])
+    if not read.get("ok"):
+        if read.get("error_kind") == "decode_error":
+            return "refuses", str(read.get("message")), sent["value"]
+        return "receiver failed", f"{read.get('error_kind')}: {read.get('message')}", sent["value"]
+    diffs = differences(sent["value"], read["value"])
+    if diffs:
+        return "misreads", "; ".join(diffs), sent["value"]
+    return "ok", "", sent["value"]
+
+
+def confirm_messages(
+    family: str,
+    messages: Sequence[str],
+    snapshots: Dict[str, Snapshot],
+    hosts: Dict[str, HostProcess],
+    *,
+    max_examples: int = 60,
+    directions: Sequence[str] = ("backward", "forward"),
+) -> List[Observation]:
+    """Search each message in each direction for a draw the receiver refuses or misreads; one :class:`Observation` each."""
+    found: List[Observation] = []
+    for direction, sender_side, receiver_side in DIRECTIONS:
+        if direction not in directions:
+            continue
+        sender, receiver = hosts[sender_side], hosts[receiver_side]
+        fam = snapshots[sender_side].families.get(family)
+        for message in messages:
+            if fam is None or message not in fam.messages or message not in sender.messages:
+                found.append(Observation(family, message, direction, "not confirmable", f"the {sender_side} release has no message {message} to send"))
+                continue
+            found.append(_search(family, message, direction, fam.messages[message], snapshots[sender_side], sender, receiver, max_examples))
+    return found
+
+
+def _search(family: str, message: str, direction: str, key: str, snapshot: Snapshot, sender: HostProcess, receiver: HostProcess, max_examples: int) -> Observation:
+    strategy = message_strategy(snapshot, key)
+    if strategy.is_empty:
+        return Observation(family, message, direction, "not confirmable", "the sender's schema holds a type a snapshot cannot draw (a tensor, an array) in a required field")
+    counts = {"draws": 0, "invalid": 0}
+    last: Dict[str, Any] = {}
+
+    def breaks(value: Any) -> bool:
+        counts["draws"] += 1
+        outcome, detail, sent = _round_trip(sender, receiver, message, value)
+        if outcome == "invalid":
+            counts["invalid"] += 1
+            return False
+        if outcome in ("refuses", "misreads", "sender failed", "receiver failed"):
+            last.update(outcome=outcome, detail=detail, sent=sent)
+            return True
+        return False
+
+    try:
+        witness = find(
+            strategy,
+            breaks,
+            settings=settings(
+                max_examples=max_examples,
+                database=None,
+                deadline=None,
+                phases=(Phase.generate, Phase.shrink),
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    except (NoSuchExample, Unsatisfiable):
+        if counts["invalid"] == counts["draws"]:
+            return Observation(family, message, direction, "not confirmable", f"all {counts['draws']} draws were refused by the sender's own validation", draws=counts["draws"])
+        return Observation(family, message, direction, OK, f"{counts['draws'] - counts['invalid']} valid draws read correctly", draws=counts["draws"])
+    # find() ends on the shrunk witness; run it once more so the detail is the witness's own.
+    outcome, detail, sent = _round_trip(sender, receiver, message, witness)
+    if outcome in ("ok", "invalid"):
+        outcome, detail, sent = last["outcome"], last["detail"], last["sent"]
+    return Observation(family, message, direction, outcome, detail[:500], _bounded(sent), counts["draws"])
+
+
+def annotate(changes: Sequence[Change], observations: Sequence[Observation]) -> List[Tuple[Change, str]]:
+    """Each breaking change with what was seen live in each direction it breaks: ``"old->new: refuses: Expected `int` ..."``."""
+    seen = {(o.family, o.message, o.direction): o for o in observations}
+    out: List[Tuple[Change, str]] = []
+    for change in changes:
+        if not change.breaking:
+            continue
+        parts = []
+        for direction, effect in (("backward", change.backward), ("forward", change.forward)):
+            if effect == OK:
+                continue
+            arrow = "old->new" if direction == "backward" else "new->old"
+            o = seen.get((change.family, change.tag, direction))
+            if o is None:
+                parts.append(f"{arrow}: not run")
+            elif o.outcome == OK:
+                parts.append(f"{arrow}: NOT SEEN ({o.detail})")
+            elif o.outcome == "not confirmable":
+                parts.append(f"{arrow}: not confirmable ({o.detail})")
+            else:
+                parts.append(f"{arrow}: {o.outcome}: {o.detail}")
+        out.append((change, "; ".join(parts)))
+    return out
+
