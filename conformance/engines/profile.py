@@ -183,6 +183,9 @@ class Engine:
         snapshots and cross-release checks; empty when none is declared.
     releases
         The published releases the release history covers, oldest first.
+    snapshots_dir
+        Where the release history keeps the engine's schema snapshots
+        (``<name>-<version>.json``), checked in; ``None``: none kept.
     """
 
     name: str
@@ -203,6 +206,7 @@ class Engine:
     package: Optional[str] = None
     families: Sequence[MessageFamily] = ()
     releases: Sequence[Release] = ()
+    snapshots_dir: Optional[str] = None
 
     @functools.cached_property
     def types(self) -> Mapping[str, type]:

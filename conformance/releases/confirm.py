@@ -114,6 +114,11 @@ def confirm_messages(
             if fam is None or message not in fam.messages or message not in sender.messages:
                 found.append(Observation(family, message, direction, "not confirmable", f"the {sender_side} release has no message {message} to send"))
                 continue
+            theirs = snapshots[receiver_side].families.get(family)
+            if message not in receiver.messages and (theirs is None or theirs.framing != "tagged"):
+                # A typed socket is declared with the message's type: the receiving release has none to declare.
+                found.append(Observation(family, message, direction, "not confirmable", f"the {receiver_side} release has no type {message}: no socket of it reads one (refused by construction)"))
+                continue
             found.append(_search(family, message, direction, fam.messages[message], snapshots[sender_side], sender, receiver, max_examples))
     return found
 

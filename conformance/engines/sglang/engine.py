@@ -8,6 +8,7 @@ The benchmarks time SGLang's codec through :mod:`conformance.engines.sglang.benc
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Dict, Mapping
 
 from conformance.engines.profile import Engine
@@ -106,4 +107,5 @@ ENGINE = Engine(
     bench_target=BENCH_TARGET,
     bench_labels=BENCH_LABELS,
     families=FAMILIES,
+    snapshots_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
 )

@@ -91,4 +91,5 @@ ENGINE = Engine(
     vectors_dir=None,
     setup=_setup,
     families=FAMILIES,
+    snapshots_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
 )
