@@ -33,7 +33,38 @@ def test_the_ci_job_example_runs_commands_the_suite_accepts():
     suite = re.search(r"python -m conformance (--codec .*?)(?:#|$)", text.replace("\\\n", " "), re.S).group(1)
     args, rest = _parser().parse_known_args(shlex.split(suite))
     assert args.codec == "yourengine.ipc:Codec" and args.failure_list and args.report and rest == ["-n", "2"]
-    assert "python -m conformance.schema_diff base_messages yourengine.messages" in text
+
+
+def _schema_commands(text):
+    return [shlex.split(line.split("#")[0].strip())[3:] for line in text.splitlines() if line.strip().startswith("python -m conformance.schema_diff")]
+
+
+def test_the_ci_jobs_release_snapshot_and_pr_gate_work_on_an_engine_and_catch_a_mid_struct_insert(tmp_path, monkeypatch, capsys):
+    """The two schema steps of the example, run as written on a toy engine: the release writes a snapshot, the PR gate compares with it."""
+    from conformance.schema_diff import main
+
+    text = open(os.path.join(EXAMPLES, "ci", "ipc-conformance.yml"), encoding="utf-8").read()
+    gate, release = _schema_commands(text)
+    assert release[0] == "snapshot" and "--against" in gate and "--mode" in gate
+    monkeypatch.syspath_prepend(str(tmp_path))
+    engine = (
+        "import msgspec\nfrom conformance.engines import Engine, MessageFamily\n"
+        "class Req(msgspec.Struct, array_like=True):\n    a: int\n{extra}    b: float = 0.0\n"
+        "ENGINE = Engine(name='toy', description='toy', message_types=lambda: {{'Req': Req}}, message_strategy=None, codecs={{}},"
+        " pickle_baseline=None, families=(MessageFamily('requests', 'toy', lambda: {{'Req': Req}}, 'typed'),))\n"
+    )
+
+    def run(args, version, extra=""):
+        module = f"toy_engine_{version.replace('.', '_')}"
+        (tmp_path / f"{module}.py").write_text(engine.format(extra=extra))
+        swapped = [a.replace("yourengine.ipc_conformance:ENGINE", f"{module}:ENGINE").replace("$VERSION", version).replace('"$LAST"', "").replace("$LAST", str(tmp_path / "ipc-schemas" / "yourengine-1.0.json")) for a in args]
+        swapped = [a.replace("ipc-schemas/", str(tmp_path / "ipc-schemas") + "/") if a.startswith("ipc-schemas/") else a for a in swapped]
+        return main(swapped)
+
+    assert run(release, "1.0") == 0
+    assert run(gate, "1.1") == 0  # unchanged
+    assert run(gate, "1.2", extra="    x: float = 0.0\n") == 1
+    assert "BREAKING: Req: field inserted: 'x' at 1 of 3" in capsys.readouterr().out
 
 
 @pytest.mark.skipif(shutil.which("node") is None or not os.path.isdir(os.path.join(EXAMPLES, "testee-node", "node_modules")),
