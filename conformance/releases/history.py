@@ -195,9 +195,9 @@ def render(results: Sequence[PairResult], *, command: str, commit: str) -> str:
                 lines += ["No breaking change in either direction.", ""]
                 continue
             lines += ["| family | where | field | kind | direction | predicted | seen live |", "|---|---|---|---|---|---|---|"]
-            for change, seen in rows:
+            for change, live_text in rows:
                 lines.append(
-                    f"| {change.family or '—'} | {_cell(change.where, 90)} | {change.field or '—'} | {change.kind} | {_direction(change)} | {_predicted(change)} | {_cell(seen or '—', 220)} |"
+                    f"| {change.family or '—'} | {_cell(change.where, 90)} | {change.field or '—'} | {change.kind} | {_direction(change)} | {_predicted(change)} | {_cell(live_text or '—', 220)} |"
                 )
             lines.append("")
             witnesses = [o for o in r.observations if o.witness]

@@ -194,7 +194,7 @@ class _Side:
         self.snapshot = snapshot
 
     def struct(self, node_or_key: Any) -> StructRecord:
-        key = node_or_key.ref if isinstance(node_or_key, TypeNode) else node_or_key
+        key: str = (node_or_key.ref or "") if isinstance(node_or_key, TypeNode) else node_or_key
         return self.snapshot.structs[key]
 
     def enum_values(self, node: TypeNode) -> List[Any]:
@@ -335,9 +335,9 @@ def _matched(a_side: _Side, a: TypeNode, b_side: _Side, b: TypeNode, out: List[T
             out.append((a, b))
         return
     out.append((a, b))
-    for x, y in ((a.item, b.item), (a.key, b.key), (a.value, b.value)):
-        if x is not None and y is not None:
-            _matched(a_side, x, b_side, y, out)
+    for p, q in ((a.item, b.item), (a.key, b.key), (a.value, b.value)):
+        if p is not None and q is not None:
+            _matched(a_side, p, b_side, q, out)
     for xs, ys in ((a.items, b.items),):
         for x, y in zip(xs or (), ys or ()):
             _matched(a_side, x, b_side, y, out)
