@@ -238,3 +238,41 @@ def write_report(results: Sequence[PairResult], path: str, *, command: str) -> N
         json.dump(as_json(results), fh, indent=1, sort_keys=True)
         fh.write("\n")
 
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m conformance.releases history``: snapshots, diffs and live confirmations of every listed release, and the report."""
+    import argparse
+
+    from conformance.engines import load_engine
+
+    parser = argparse.ArgumentParser(prog="python -m conformance.releases history", description=main.__doc__)
+    parser.add_argument("--engine", action="append", required=True, help="an engine with releases (repeatable): sglang, vllm")
+    parser.add_argument("--versions", help="only these releases, comma-separated (consecutive pairs among them)")
+    parser.add_argument("--refresh", action="store_true", help="rewrite snapshots already on disk")
+    parser.add_argument("--no-live", dest="live", action="store_false", help="diff only: no live confirmation")
+    parser.add_argument("--max-examples", type=int, default=40, help="draws per message type and direction in the live search (default 40)")
+    parser.add_argument("--out", default=os.path.join(_ROOT, REPORT_PATH), help=f"the report (default {REPORT_PATH}); a .json twin is written beside it")
+    args = parser.parse_args(argv)
+    results: List[PairResult] = []
+    for name in args.engine:
+        engine = load_engine(name)
+        releases = list(engine.releases)
+        if args.versions:
+            wanted = [v.strip() for v in args.versions.split(",") if v.strip()]
+            unknown = sorted(set(wanted) - {r.version for r in releases})
+            if unknown:
+                parser.error(f"{name} lists no release {', '.join(unknown)}")
+            releases = [r for r in releases if r.version in wanted]
+        if len(releases) < 2:
+            parser.error(f"{name}: a history needs two releases or more")
+        take_snapshots(engine, releases, refresh=args.refresh)
+        for old, new in zip(releases, releases[1:]):
+            result = compare_pair(engine, old, new, live=args.live, max_examples=args.max_examples)
+            live = "" if result.live_seconds is None else f", live {result.live_seconds:.0f} s"
+            print(f"{name} {old.version} -> {new.version}: {len(result.comparison.breaking('full'))} breaking change(s) in {result.comparison.messages} message types (diff {result.diff_seconds:.2f} s{live}){' LIVE FAILED: ' + result.live_error if result.live_error else ''}")
+            results.append(result)
+    command = "python -m conformance.releases history " + " ".join(f"--engine {n}" for n in args.engine) + ("" if args.live else " --no-live")
+    write_report(results, args.out, command=command)
+    print(f"wrote {os.path.relpath(args.out)}")
+    return 0
