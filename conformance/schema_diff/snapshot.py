@@ -44,7 +44,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Union
 import msgspec
 from msgspec import inspect as mi
 
-from reference_codec.type_tree import MAPPING_TYPES, RECORD_TYPES, STRUCT_TYPES, type_info
+from reference_codec.type_tree import MAPPING_TYPES, RECORD_TYPES, STRUCT_TYPES, is_untyped, type_info
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -249,6 +249,8 @@ class _Writer:
             return TypeNode(kind="tuple", items=[self._node(x) for x in t.item_types])
         if isinstance(t, mi.LiteralType):
             return TypeNode(kind="literal", values=sorted(t.values, key=repr))
+        if is_untyped(t):  # ``object`` is read like ``Any``: whatever the wire holds
+            return TypeNode(kind="any")
         if isinstance(t, mi.CustomType):
             return TypeNode(kind="custom", cls=f"{t.cls.__module__}.{t.cls.__qualname__}")
         return TypeNode(kind=_kind(t))
