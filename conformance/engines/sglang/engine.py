@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Mapping
 
 from conformance.engines.profile import Engine
 from conformance.engines.sglang.bench import BENCH_CODECS, BENCH_LABELS, BENCH_TARGET
+from conformance.engines.sglang.releases import RELEASES
 from conformance.vectors.format import VECTORS_DIR
 
 __all__ = ["ENGINE", "CODECS"]
@@ -103,4 +104,6 @@ ENGINE = Engine(
     bench_codecs=BENCH_CODECS,
     bench_target=BENCH_TARGET,
     bench_labels=BENCH_LABELS,
+    package="sglang",
+    releases=RELEASES,
 )

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Mapping
 
 from conformance.engines.profile import Engine
 
+from .releases import RELEASES
 from .strategies import message_strategy
 
 __all__ = ["ENGINE", "CODECS"]
@@ -89,4 +90,6 @@ ENGINE = Engine(
     wire_reference=_wire_reference,
     vectors_dir=None,
     setup=_setup,
+    package="vllm",
+    releases=RELEASES,
 )
