@@ -17,6 +17,7 @@ from .environments import (
     installed,
     python_in,
     run_in_environment,
+    with_pins,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "installed",
     "python_in",
     "run_in_environment",
+    "with_pins",
 ]

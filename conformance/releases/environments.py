@@ -75,6 +75,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,6 +100,7 @@ __all__ = [
     "installed",
     "python_in",
     "run_in_environment",
+    "with_pins",
 ]
 
 #: Overrides the cache directory.
@@ -229,6 +231,19 @@ def _call(release: str, step: str, argv: Sequence[str], *, timeout: float, what:
 
 def _pip(*args: str) -> List[str]:
     return [sys.executable, "-m", "pip", *args]
+
+
+def with_pins(base: Sequence[str], *pins: str) -> Tuple[str, ...]:
+    """``base`` (``NAME==VERSION`` pins) with ``pins`` added or replacing the pin of the same package, sorted by name.
+
+    For release lists: a range of releases that needs other versions of a few
+    packages than its neighbour says only those.
+    """
+    merged: Dict[str, str] = {}
+    for pin in (*base, *pins):
+        name = pin.split(";")[0].split("==")[0].split("[")[0].strip()
+        merged[re.sub(r"[-_.]+", "-", name).lower()] = pin
+    return tuple(merged[name] for name in sorted(merged))
 
 
 # --- where things are ---------------------------------------------------------------------------

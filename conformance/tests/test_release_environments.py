@@ -422,3 +422,9 @@ def test_suite_requirements_are_ci_pins():
     ci = _constraint_pins("ci.txt")
     assert {k: ours.get(k) for k in ci} == ci
 
+
+
+def test_with_pins_adds_and_replaces_by_package_name():
+    base = ("b==1", "Typing_Extensions==4.0", "a==1")
+    assert envs.with_pins(base, "typing-extensions==4.16.0", "c==2") == ("a==1", "b==1", "c==2", "typing-extensions==4.16.0")
+    assert envs.with_pins(base) == ("a==1", "b==1", "Typing_Extensions==4.0")

@@ -2,12 +2,26 @@
 
 :mod:`conformance.releases` installs a release's ``requirements`` with
 ``--no-deps``, then ``sglang==VERSION`` with ``--no-deps``, so each tuple is
-closed: everything the import chain of ``sglang.srt.managers.io_struct`` (its
-msgspec messages and ``msgpack_encode``/``msgpack_decode``), its codec hooks and
-``sglang.srt.disaggregation.kv_events`` needs. The newest release's pins are
-``constraints/sglang-requirements.txt`` and ``constraints/sglang-nodeps.txt``
-(whose headers say why: triton, the CPU torch, torchvision 0.16.2); older ones
-share a tuple with it while the same pins import them.
+closed: everything the import chains of ``sglang.srt.managers.io_struct`` (its
+msgspec messages and ``msgpack_encode``/``msgpack_decode``), its codec hooks
+(``sglang.srt.utils.msgpack_utils`` from 0.5.19 on; in ``io_struct`` itself
+before) and ``sglang.srt.disaggregation.kv_events`` need, found by importing
+them in each release's environment (``python -m conformance.releases envs
+--engine sglang --check --modules ...``) and adding what was missing.
+
+* 0.5.22 and 0.5.23: ``constraints/sglang-requirements.txt`` and
+  ``constraints/sglang-nodeps.txt`` (whose headers say why: triton, the CPU
+  torch, torchvision 0.16.2).
+* 0.5.21: transformers 5.12.1, tokenizers 0.22.2 and openai 2.6.1, the
+  versions 0.5.15 to 0.5.21 pin in their metadata. With transformers 5.19.0,
+  0.5.15 to 0.5.19 fail at import: they register a ``qwen3_asr`` config that
+  transformers 5.19 has itself (``ValueError: 'qwen3_asr' is already used by a
+  Transformers config``).
+* 0.5.15 to 0.5.20: also ``einops`` and ``xgrammar==0.2.1`` (their metadata's
+  pin), which their model-config and function-call modules import when
+  ``io_struct`` loads.
+
+msgspec is 0.23.0 throughout.
 """
 
 from __future__ import annotations
@@ -15,6 +29,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from conformance.engines.profile import Release
+from conformance.releases import with_pins
 
 __all__ = ["RELEASES"]
 
@@ -105,7 +120,14 @@ PINS_0_5_23: Tuple[str, ...] = (
     "yarl==1.25.1",
 )
 
-RELEASES: Tuple[Release, ...] = tuple(
-    Release(version, requirements=PINS_0_5_23)
-    for version in ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+#: 0.5.21.
+PINS_0_5_21: Tuple[str, ...] = with_pins(PINS_0_5_23, "openai==2.6.1", "tokenizers==0.22.2", "transformers==5.12.1")
+
+#: 0.5.15 to 0.5.20.
+PINS_0_5_15: Tuple[str, ...] = with_pins(PINS_0_5_21, "einops==0.8.2", "xgrammar==0.2.1")
+
+RELEASES: Tuple[Release, ...] = (
+    *(Release(version, requirements=PINS_0_5_15) for version in ("0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20")),
+    Release("0.5.21", requirements=PINS_0_5_21),
+    *(Release(version, requirements=PINS_0_5_23) for version in ("0.5.22", "0.5.23")),
 )

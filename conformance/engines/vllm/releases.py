@@ -4,14 +4,24 @@
 ``--no-deps``, then ``vllm==VERSION`` with ``--no-deps`` (its declared
 dependencies are CUDA builds and GPU kernels), so each tuple is closed:
 everything ``vllm.v1.engine``, ``vllm.v1.serial_utils`` and
-``vllm.distributed.kv_events`` import. The newest release's pins are those of
-``constraints/vllm-requirements.txt`` with what they pulled in under
-``tox -e vllm`` (the suite's own tooling, pytest and hypothesis, aside); older
-releases share a tuple with it while the same pins import them.
-``vllm.distributed.kv_events`` needs three more than ``tox -e vllm`` installs:
-it imports ``vllm.v1.request``, whose structured-output backends touch
-``llguidance`` and ``xgrammar`` (and so ``apache-tvm-ffi``) when their classes
-are defined; the versions are those vLLM's metadata pins.
+``vllm.distributed.kv_events`` import, found by importing them in each
+release's environment (``python -m conformance.releases envs --engine vllm
+--check --modules ...``) and adding what was missing, at the newest version
+the release's metadata accepts.
+
+* 0.34.0: the pins of ``constraints/vllm-requirements.txt`` with what they
+  pulled in under ``tox -e vllm`` (the suite's own tooling, pytest and
+  hypothesis, aside), and three more: ``vllm.distributed.kv_events`` imports
+  ``vllm.v1.request``, whose structured-output backends touch ``llguidance``
+  and ``xgrammar`` (and so ``apache-tvm-ffi``) when their classes are defined.
+* 0.30.0 to 0.33.0: ``vllm.v1.engine`` reaches the OpenAI-compatible server's
+  MCP tool server (``vllm.entrypoints.mcp.tool_server``): ``openai-harmony``,
+  ``openai`` (3.x, which runs on ``httpx2``), ``fastapi`` and what it needs.
+* 0.24.0 to 0.29.0: the same tool server without ``fastapi``.
+* 0.23.0: also ``gguf`` (``vllm.transformers_utils.gguf_utils``).
+
+transformers 5.25.0 (0.34.0's pin, above the ``<5.23`` vLLM declares) imports
+every one of them; msgspec is 0.23.0 throughout.
 """
 
 from __future__ import annotations
@@ -19,8 +29,10 @@ from __future__ import annotations
 from typing import Tuple
 
 from conformance.engines.profile import Release
+from conformance.releases import with_pins
 
 __all__ = ["RELEASES"]
+
 
 #: constraints/vllm-requirements.txt and the rest of tox -e vllm's environment (0.34.0), sorted.
 PINS_0_34: Tuple[str, ...] = (
@@ -92,7 +104,26 @@ PINS_0_34: Tuple[str, ...] = (
     "yarl==1.25.1",
 )
 
-RELEASES: Tuple[Release, ...] = tuple(
-    Release(version, requirements=PINS_0_34)
-    for version in ("0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
+#: 0.30.0 to 0.33.0.
+PINS_0_30: Tuple[str, ...] = with_pins(
+    PINS_0_34,
+    "fastapi==0.136.3",
+    "openai==3.63.0",
+    "openai-harmony==0.0.8",
+    "partial-json-parser==0.2.1.1.post7",
+    "sniffio==1.3.1",
+    "starlette==1.10.0",
+)
+
+#: 0.24.0 to 0.29.0.
+PINS_0_24: Tuple[str, ...] = with_pins(PINS_0_34, "openai==3.63.0", "openai-harmony==0.0.8", "sniffio==1.3.1")
+
+#: 0.23.0.
+PINS_0_23: Tuple[str, ...] = with_pins(PINS_0_24, "gguf==0.19.0")
+
+RELEASES: Tuple[Release, ...] = (
+    Release("0.23.0", requirements=PINS_0_23),
+    *(Release(version, requirements=PINS_0_24) for version in ("0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0")),
+    *(Release(version, requirements=PINS_0_30) for version in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")),
+    Release("0.34.0", requirements=PINS_0_34),
 )
