@@ -24,6 +24,7 @@ from .profile import (
     Release,
     engine_from_environment,
     engine_spec_from_environment,
+    find_engine,
     load_engine,
 )
 
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_ENGINE",
     "EngineSelectionError",
     "load_engine",
+    "find_engine",
     "engine_from_environment",
     "engine_spec_from_environment",
 ]

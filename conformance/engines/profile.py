@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_ENGINE",
     "EngineSelectionError",
     "load_engine",
+    "find_engine",
     "engine_from_environment",
     "engine_spec_from_environment",
 ]
@@ -223,11 +224,9 @@ class Engine:
 _loaded: Dict[str, Engine] = {}
 
 
-def load_engine(spec: Optional[str] = None) -> Engine:
-    """The engine named by ``spec`` (a key of :data:`ENGINES` or ``MODULE:ATTR``), set up once per process."""
+def find_engine(spec: Optional[str] = None) -> Engine:
+    """The :class:`Engine` that ``spec`` names (a key of :data:`ENGINES` or ``MODULE:ATTR``), imported but not set up: the engine's own package need not be installed in this process."""
     spec = (spec or DEFAULT_ENGINE).strip()
-    if spec in _loaded:
-        return _loaded[spec]
     target = ENGINES.get(spec, spec)
     if ":" not in target:
         raise EngineSelectionError(f"unknown engine {spec!r}: use one of {sorted(ENGINES)} or MODULE:ATTR naming an Engine")
@@ -239,6 +238,15 @@ def load_engine(spec: Optional[str] = None) -> Engine:
     engine = getattr(module, attr, None)
     if not isinstance(engine, Engine):
         raise EngineSelectionError(f"engine {spec!r}: {target} is {engine!r}, not a conformance.engines.Engine")
+    return engine
+
+
+def load_engine(spec: Optional[str] = None) -> Engine:
+    """The engine named by ``spec`` (a key of :data:`ENGINES` or ``MODULE:ATTR``), set up once per process."""
+    spec = (spec or DEFAULT_ENGINE).strip()
+    if spec in _loaded:
+        return _loaded[spec]
+    engine = find_engine(spec)
     try:
         engine.setup()
         engine.types  # noqa: B018 - resolve now: a missing engine package fails here, with its name

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Mapping
 
 from conformance.engines.profile import Engine
 from conformance.engines.sglang.bench import BENCH_CODECS, BENCH_LABELS, BENCH_TARGET
+from conformance.engines.sglang.releases import RELEASES
 from conformance.vectors.format import VECTORS_DIR
 
 from .families import FAMILIES
@@ -108,4 +109,6 @@ ENGINE = Engine(
     bench_labels=BENCH_LABELS,
     families=FAMILIES,
     snapshots_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
+    package="sglang",
+    releases=RELEASES,
 )

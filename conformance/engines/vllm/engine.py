@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Mapping
 from conformance.engines.profile import Engine
 
 from .families import FAMILIES
+from .releases import RELEASES
 from .strategies import message_strategy
 
 __all__ = ["ENGINE", "CODECS"]
@@ -92,4 +93,6 @@ ENGINE = Engine(
     setup=_setup,
     families=FAMILIES,
     snapshots_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
+    package="vllm",
+    releases=RELEASES,
 )
