@@ -50,6 +50,7 @@ class FakePip:
 
     def __init__(self) -> None:
         self.calls: List[List[str]] = []
+        self.envs: List[Dict[str, str]] = []  # the environment variables of each call
         self.fail: Dict[str, str] = {}  # step kind ("download", "install", "import", "run") -> output of a failing call
         self.sizes: Dict[str, int] = {}  # requirement -> size of the wheel written for it
         self.timeout = False
@@ -65,6 +66,7 @@ class FakePip:
     def __call__(self, argv, *, timeout, env=None, cwd=None):
         argv = list(argv)
         self.calls.append(argv)
+        self.envs.append(dict(env or {}))
         kind = self.kind(argv)
         assert env is not None and "PIP_CONSTRAINT" not in env, "the caller's PIP_CONSTRAINT reached pip"
         if self.timeout:
@@ -156,9 +158,26 @@ def test_pth_puts_project_then_shared_folders_after_the_venv(pip, tmp_path):
     with open(os.path.join(envs._site_packages(env_dir), envs.PTH_FILE)) as fh:
         lines = fh.read().split()
     links, suite = lines
-    assert links == os.path.join(env_dir, envs.PROJECT_LINKS)
-    assert os.path.realpath(os.path.join(links, "conformance")) == os.path.join(ROOT, "conformance")
+    assert links == envs.project_links() and os.path.dirname(links) == str(tmp_path / "cache" / "projects")
+    for package in envs.PROJECT_PACKAGES:
+        assert os.path.realpath(os.path.join(links, package)) == os.path.join(ROOT, package)
     assert os.path.dirname(suite) == str(tmp_path / "cache" / "shared")
+
+
+def test_each_checkout_runs_its_own_code(pip, monkeypatch, tmp_path):
+    python = envs.environment(DEMO_ENGINE, DEMO_RELEASES[0])
+    mine = envs.project_links()
+    other = tmp_path / "other-checkout"
+    for package in envs.PROJECT_PACKAGES:
+        (other / package).mkdir(parents=True)
+    monkeypatch.setattr(envs, "_project_package_dirs", lambda: {p: str(other / p) for p in envs.PROJECT_PACKAGES})
+    # The other checkout reuses the environment without touching the links the .pth names...
+    assert envs.environment(DEMO_ENGINE, DEMO_RELEASES[0]) == python
+    assert os.path.realpath(os.path.join(mine, "conformance")) == os.path.join(ROOT, "conformance")
+    # ...and runs in it with its own packages first.
+    envs.run_in_environment(python, ["-m", "conformance.schema_diff"])
+    theirs = pip.envs[-1]["PYTHONPATH"]
+    assert theirs != mine and os.path.realpath(os.path.join(theirs, "conformance")) == str(other / "conformance")
 
 
 def test_large_requirement_is_installed_once_into_a_shared_folder(pip, monkeypatch, tmp_path):
@@ -289,6 +308,7 @@ def test_run_in_environment_returns_output_and_names_failures(pip):
     with pytest.raises(envs.ReleaseEnvironmentError, match="demo-1.0: run failed") as info:
         envs.run_in_environment(python, ["-m", "x"])
     assert info.value.step == "run" and "SystemExit: 1" in info.value.output
+    assert envs.run_in_environment(python, ["-m", "x"], ok_codes=(0, 1)).endswith("SystemExit: 1")
     del pip.fail["run"]
     pip.timeout = True
     with pytest.raises(envs.ReleaseEnvironmentError, match="no result after 5 s"):
