@@ -30,6 +30,11 @@ MAX_DEPTH = 5
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+#: What an untyped field may hold on the wire: JSON-like values, nested (a sender typed ``Any`` sends whatever it has).
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**31), 2**31), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6))
+_ANY = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)), max_leaves=6)
+
+
 def message_strategy(snapshot: Snapshot, struct_key: str) -> st.SearchStrategy[Any]:
     """Values of the struct ``struct_key`` of ``snapshot``, shaped for ``msgspec.convert`` into the sender's class; ``st.nothing()`` when it cannot be drawn."""
     return _Drawer(snapshot).struct(struct_key, 0)
@@ -68,7 +73,7 @@ class _Drawer:
         if kind in ("bytes", "bytearray", "memoryview"):
             return st.binary(min_size=c.get("min_length", 0), max_size=max(c.get("min_length", 0), min(c.get("max_length", 8), 8)))
         if kind == "any":
-            return st.one_of(st.none(), st.booleans(), st.integers(-(2**31), 2**31), st.text(max_size=6))
+            return _ANY
         if kind == "literal":
             return st.sampled_from(node.values) if node.values else st.nothing()
         if kind == "enum":
@@ -144,7 +149,7 @@ def _diff(a: Any, b: Any, path: str, found: List[str], limit: int) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in a:
             if key in b:
-                _diff(a[key], b[key], f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]", found, limit)
+                _diff(a[key], b[key], f"{path}.{key}" if isinstance(key, str) and key.isidentifier() else f"{path}[{key!r}]", found, limit)
         return
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):

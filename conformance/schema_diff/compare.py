@@ -286,29 +286,72 @@ def _constraint_changes(old: TypeNode, new: TypeNode) -> Tuple[List[str], List[s
 def _accepts(receiver: _Side, r: TypeNode, sender: _Side, s: TypeNode) -> str:
     """Whether a receiver of type ``r`` accepts the values of a sender's type ``s``: ``all``, ``some`` or ``none``.
 
-    Shallow: structs of one name accept each other here (their own fields are
-    compared where the diff reaches them), constraints are compared elsewhere.
+    Containers are compared through their items (an empty container passes
+    whatever its item type, so disjoint items make ``some``); structs of one
+    name accept each other here (their own fields are compared where the diff
+    reaches them); constraints are compared elsewhere.
     """
-    r_arms = {receiver.text(a): a for a in receiver.arms(r)}
-    s_arms = {sender.text(a): a for a in sender.arms(s)}
-    if "any" in r_arms:
+    verdicts = [_best(receiver, r, sender, arm) for arm in sender.arms(s)]
+    if all(v == "all" for v in verdicts):
         return "all"
-    missing = []
-    for text, arm in s_arms.items():
-        if text in r_arms:
-            continue
-        if arm.kind == "int" and "float" in r_arms:
-            continue
-        if arm.kind == "enum":
-            r_enum = next((x for x in r_arms.values() if x.kind == "enum" and receiver.snapshot.enums[x.ref or ""].name == sender.snapshot.enums[arm.ref or ""].name), None)
-            if r_enum is not None and set(sender.enum_values(arm)) <= set(receiver.enum_values(r_enum)):
-                continue
-        missing.append(arm)
-    if not missing:
+    if all(v == "none" for v in verdicts):
+        return "none"
+    return "some"
+
+
+_RANK = {"none": 0, "some": 1, "all": 2}
+
+
+def _best(receiver: _Side, r: TypeNode, sender: _Side, s: TypeNode) -> str:
+    """The best any arm of ``r`` does with the values of the single (non-union) type ``s``."""
+    best = "none"
+    for arm in receiver.arms(r):
+        verdict = _accepts_one(receiver, arm, sender, s)
+        if _RANK[verdict] > _RANK[best]:
+            best = verdict
+    return best
+
+
+_COLLECTIONS = ("list", "set", "frozenset", "vartuple")
+
+
+def _accepts_one(receiver: _Side, r: TypeNode, sender: _Side, s: TypeNode) -> str:
+    if r.kind == "any":
         return "all"
-    if receiver.wire_kinds(r) & sender.wire_kinds(s) or "*" in receiver.wire_kinds(r) | sender.wire_kinds(s):
+    if s.kind == "any":
         return "some"
-    return "none"
+    if r.kind == "struct" and s.kind == "struct":
+        a, b = receiver.struct(r), sender.struct(s)
+        if a.name == b.name:
+            return "all"
+        return "some" if a.array_like == b.array_like else "none"
+    if r.kind == "enum" and s.kind == "enum":
+        mine, theirs = set(receiver.enum_values(r)), set(sender.enum_values(s))
+        return "all" if theirs <= mine else "some" if theirs & mine else "none"
+    if r.kind == "literal" and s.kind == "literal":
+        mine_l, theirs_l = set(map(repr, r.values or ())), set(map(repr, s.values or ()))
+        return "all" if theirs_l <= mine_l else "some" if theirs_l & mine_l else "none"
+    if r.kind in _COLLECTIONS and s.kind in _COLLECTIONS:
+        assert r.item is not None and s.item is not None
+        items = _accepts(receiver, r.item, sender, s.item)
+        return "some" if items == "none" else items  # an empty one passes
+    if r.kind == "tuple" and s.kind == "tuple":
+        if len(r.items or ()) != len(s.items or ()):
+            return "none"
+        found = [_accepts(receiver, x, sender, y) for x, y in zip(r.items or (), s.items or ())]
+        return "all" if all(v == "all" for v in found) else "none" if "none" in found else "some"
+    if r.kind == "dict" and s.kind == "dict":
+        assert r.key is not None and s.key is not None and r.value is not None and s.value is not None
+        found = [_accepts(receiver, r.key, sender, s.key), _accepts(receiver, r.value, sender, s.value)]
+        return "all" if all(v == "all" for v in found) else "some"
+    if r.kind == s.kind and r.kind not in ("custom", "typeddict"):
+        return "all"
+    if r.kind == s.kind and r.cls == s.cls:
+        return "all"
+    if r.kind == "float" and s.kind == "int":
+        return "all"
+    mine_w, theirs_w = receiver.wire_kinds(r), sender.wire_kinds(s)
+    return "some" if mine_w & theirs_w or "*" in mine_w | theirs_w else "none"
 
 
 def _slot_effect(acceptance: str, same_field: bool) -> str:
