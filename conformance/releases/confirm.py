@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import msgspec
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
@@ -29,7 +30,7 @@ from conformance.testee.client import TesteeCodec
 
 from .values import differences, message_strategy
 
-__all__ = ["Observation", "HostProcess", "confirm_messages", "annotate", "DIRECTIONS"]
+__all__ = ["Observation", "HostProcess", "confirm_messages", "annotate", "outer_tag", "DIRECTIONS"]
 
 #: (direction, sender, receiver): backward is the old release sending to the new one.
 DIRECTIONS = (("backward", "old", "new"), ("forward", "new", "old"))
@@ -78,11 +79,33 @@ def _bounded(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _round_trip(sender: HostProcess, receiver: HostProcess, message: str, value: Any) -> Tuple[str, str, Any]:
-    """(outcome, detail, sent) of one message: ``invalid`` when the sender's own class refuses the drawn value."""
+def outer_tag(frames: Sequence[bytes], tag_field: Optional[str]) -> Optional[str]:
+    """The tag the first frame carries at its top level (``[tag, ...]`` or ``{tag_field: tag}``), or None."""
+    try:
+        top = msgspec.msgpack.decode(frames[0], ext_hook=lambda code, data: None)
+    except (msgspec.DecodeError, IndexError):
+        return None
+    if isinstance(top, list) and top and isinstance(top[0], str):
+        return top[0]
+    if isinstance(top, dict) and tag_field and isinstance(top.get(tag_field), str):
+        return top[tag_field]
+    return None
+
+
+def _round_trip(sender: HostProcess, receiver: HostProcess, message: str, value: Any, wrapped: Optional[Dict[str, int]] = None, tag: Any = None, tag_field: Optional[str] = None) -> Tuple[str, str, Any]:
+    """(outcome, detail, sent) of one message: ``invalid`` when the sender's own class refuses the drawn value.
+
+    ``wrapped`` counts frames the sender wrote under another top-level tag than
+    the message's own ``tag`` (a wrapper such as a pickled fallback): the
+    schema does not govern those bytes.
+    """
     sent = sender.call("encode_value", type=message, value=value)
     if not sent.get("ok"):
         return ("invalid" if sent.get("error_kind") == "invalid" else "sender failed"), str(sent.get("message")), None
+    if wrapped is not None and isinstance(tag, str):
+        outer = outer_tag(sent["frames"], tag_field)
+        if outer is not None and outer != tag:
+            wrapped[outer] = wrapped.get(outer, 0) + 1
     read = receiver.call("decode_value", type=message, frames=sent["frames"])
     if not read.get("ok"):
         if read.get("error_kind") == "decode_error":
@@ -129,10 +152,12 @@ def _search(family: str, message: str, direction: str, key: str, snapshot: Snaps
         return Observation(family, message, direction, "not confirmable", "the sender's schema holds a type a snapshot cannot draw (a tensor, an array) in a required field")
     counts = {"draws": 0, "invalid": 0}
     last: Dict[str, Any] = {}
+    wrapped: Dict[str, int] = {}
+    record = snapshot.structs[key]
 
     def breaks(value: Any) -> bool:
         counts["draws"] += 1
-        outcome, detail, sent = _round_trip(sender, receiver, message, value)
+        outcome, detail, sent = _round_trip(sender, receiver, message, value, wrapped, record.tag, record.tag_field)
         if outcome == "invalid":
             counts["invalid"] += 1
             return False
@@ -156,7 +181,8 @@ def _search(family: str, message: str, direction: str, key: str, snapshot: Snaps
     except (NoSuchExample, Unsatisfiable):
         if counts["invalid"] == counts["draws"]:
             return Observation(family, message, direction, "not confirmable", f"all {counts['draws']} draws were refused by the sender's own validation", draws=counts["draws"])
-        return Observation(family, message, direction, OK, f"{counts['draws'] - counts['invalid']} valid draws read correctly", draws=counts["draws"])
+        note = "".join(f"; the sender wrote {n} of them as {outer!r}, not as {record.tag!r}: the schema does not govern those bytes" for outer, n in sorted(wrapped.items()))
+        return Observation(family, message, direction, OK, f"{counts['draws'] - counts['invalid']} valid draws read correctly{note}", draws=counts["draws"])
     # find() ends on the shrunk witness; run it once more so the detail is the witness's own.
     outcome, detail, sent = _round_trip(sender, receiver, message, witness)
     if outcome in ("ok", "invalid"):

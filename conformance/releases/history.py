@@ -169,7 +169,12 @@ def render(results: Sequence[PairResult], *, command: str, commit: str) -> str:
         "* **refuses**: the receiver's decoder raises; **misreads**: it decodes without an error and a field",
         "  holds another field's value or a default instead of what was sent.",
         "* **seen live**: the symptom of the shrunk witness; `NOT SEEN`: no draw broke (the diff's",
-        "  prediction was not confirmed); `not confirmable`: why no live check could be made.",
+        "  prediction was not confirmed; it says when the sender wrote the message inside another",
+        "  top-level type, such as a pickled fallback, whose bytes the schema does not govern);",
+        "  `not confirmable`: why no live check could be made.",
+        "* Receivers are the releases' own decoders (msgspec). \"ok\" for a field appended at the tail",
+        "  assumes a receiver that skips trailing array elements, as msgspec does; a serde tuple struct",
+        "  refuses them (see `docs/findings/rust-kv-events.md`).",
         "",
     ]
     engines: Dict[str, List[PairResult]] = {}
