@@ -29,9 +29,9 @@ const MAX_MESSAGE: usize = 256 << 20;
 // ---------------------------------------------------------------------------
 
 /// `KVEventBatch(EventBatch)`: a msgspec `array_like` struct, positional on the
-/// wire as `[ts, events, data_parallel_rank]`; vLLM omits the rank when it is
-/// `None` (`omit_defaults`), so it defaults here. A tuple struct stays an array
-/// under both `to_vec` and `to_vec_named`.
+/// wire as `[ts, events, data_parallel_rank]`. vLLM writes all three, but its
+/// decoder fills a missing tail field with its default, so the rank defaults
+/// here too. A tuple struct stays an array under both `to_vec` and `to_vec_named`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct KvEventBatch(pub f64, pub Vec<KvCacheEvent>, #[serde(default)] pub Option<i32>);
 
