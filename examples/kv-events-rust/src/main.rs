@@ -33,7 +33,11 @@ const MAX_MESSAGE: usize = 256 << 20;
 /// decoder fills a missing tail field with its default, so the rank defaults
 /// here too. A tuple struct stays an array under both `to_vec` and `to_vec_named`.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct KvEventBatch(pub f64, pub Vec<KvCacheEvent>, #[serde(default)] pub Option<i32>);
+pub struct KvEventBatch(
+    pub f64,
+    pub Vec<KvCacheEvent>,
+    #[serde(default)] pub Option<i32>,
+);
 
 /// The events, a msgspec tagged union (`tag=True`): maps whose field "type" is the class name.
 #[derive(Debug, Serialize, Deserialize)]
@@ -99,7 +103,11 @@ impl KvEventBatch {
     /// The neutral form (§9): the batch as a map of its wire field names, each event a map with its tag.
     fn neutral(&self) -> Result<Value, String> {
         let rank = self.2.map_or(Value::Nil, |r| Value::Int(r.into()));
-        Ok(Value::map([("ts", Value::F64(self.0)), ("events", to_value(&self.1)?), ("data_parallel_rank", rank)]))
+        Ok(Value::map([
+            ("ts", Value::F64(self.0)),
+            ("events", to_value(&self.1)?),
+            ("data_parallel_rank", rank),
+        ]))
     }
 }
 
@@ -129,12 +137,20 @@ pub enum Value {
 
 impl Value {
     fn map<const N: usize>(entries: [(&str, Value); N]) -> Value {
-        Value::Map(entries.into_iter().map(|(k, v)| (Value::Str(k.to_owned()), v)).collect())
+        Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (Value::Str(k.to_owned()), v))
+                .collect(),
+        )
     }
 
     fn get(&self, key: &str) -> Option<&Value> {
         match self {
-            Value::Map(entries) => entries.iter().find(|(k, _)| matches!(k, Value::Str(s) if s == key)).map(|(_, v)| v),
+            Value::Map(entries) => entries
+                .iter()
+                .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
+                .map(|(_, v)| v),
             _ => None,
         }
     }
@@ -160,12 +176,16 @@ impl Serialize for Value {
             Value::Bin(b) => s.serialize_bytes(b),
             Value::Array(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
-                items.iter().try_for_each(|item| seq.serialize_element(item))?;
+                items
+                    .iter()
+                    .try_for_each(|item| seq.serialize_element(item))?;
                 seq.end()
             }
             Value::Map(entries) => {
                 let mut map = s.serialize_map(Some(entries.len()))?;
-                entries.iter().try_for_each(|(k, v)| map.serialize_entry(k, v))?;
+                entries
+                    .iter()
+                    .try_for_each(|(k, v)| map.serialize_entry(k, v))?;
                 map.end()
             }
         }
@@ -207,14 +227,20 @@ impl<'de> Deserialize<'de> for Value {
             fn visit_bytes<E>(self, b: &[u8]) -> Result<Value, E> {
                 Ok(Value::Bin(b.to_vec()))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Value, A::Error> {
                 let mut items = Vec::new();
                 while let Some(item) = seq.next_element()? {
                     items.push(item);
                 }
                 Ok(Value::Array(items))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Value, A::Error> {
                 let mut entries = Vec::new();
                 while let Some(entry) = map.next_entry()? {
                     entries.push(entry);
@@ -236,7 +262,10 @@ struct Failure {
 }
 
 fn fail<T>(kind: &'static str, message: impl Into<String>) -> Result<T, Failure> {
-    Err(Failure { kind, message: message.into() })
+    Err(Failure {
+        kind,
+        message: message.into(),
+    })
 }
 
 type Answer = Result<Vec<(&'static str, Value)>, Failure>;
@@ -245,19 +274,34 @@ fn answer(request: &Value) -> Answer {
     let op = request.get("op").and_then(Value::as_str);
     if op == Some("hello") {
         return Ok(vec![
-            ("name", Value::Str(format!("rust-kv-events (rmp-serde {RMP_SERDE_VERSION})"))),
+            (
+                "name",
+                Value::Str(format!("rust-kv-events (rmp-serde {RMP_SERDE_VERSION})")),
+            ),
             ("protocol", Value::Int(1)),
             ("wire_compatible", Value::Bool(false)),
             ("out_of_band", Value::Bool(false)),
-            ("messages", Value::Array(vec![Value::Str(KV_EVENT_BATCH.to_owned())])),
+            (
+                "messages",
+                Value::Array(vec![Value::Str(KV_EVENT_BATCH.to_owned())]),
+            ),
         ]);
     }
     if !matches!(op, Some("decode_value" | "encode_value")) {
-        return fail("unsupported", format!("unknown op {:?}", op.unwrap_or_default()));
+        return fail(
+            "unsupported",
+            format!("unknown op {:?}", op.unwrap_or_default()),
+        );
     }
     let kind = request.get("type").and_then(Value::as_str);
     if kind != Some(KV_EVENT_BATCH) {
-        return fail("unsupported", format!("no message type {:?}: this consumer reads {KV_EVENT_BATCH} only", kind.unwrap_or_default()));
+        return fail(
+            "unsupported",
+            format!(
+                "no message type {:?}: this consumer reads {KV_EVENT_BATCH} only",
+                kind.unwrap_or_default()
+            ),
+        );
     }
     if op == Some("decode_value") {
         decode_value(request)
@@ -289,39 +333,72 @@ fn encode_value(request: &Value) -> Answer {
         Some(value) => value,
         None => return fail("invalid", "no value"),
     };
-    let bytes = rmp_serde::to_vec(value).map_err(|e| Failure { kind: "internal_error", message: e.to_string() })?;
+    let bytes = rmp_serde::to_vec(value).map_err(|e| Failure {
+        kind: "internal_error",
+        message: e.to_string(),
+    })?;
     let batch: KvEventBatch = match rmp_serde::from_slice(&bytes) {
         Ok(batch) => batch,
         Err(e) => return fail("invalid", e.to_string()),
     };
     // Named: events as maps, as msgspec writes tagged structs; the tuple-struct batch stays an array.
-    let frame = rmp_serde::to_vec_named(&batch).map_err(|e| Failure { kind: "encode_error", message: e.to_string() })?;
-    Ok(vec![("frames", Value::Array(vec![Value::Bin(frame)])), ("value", neutral(&batch)?)])
+    let frame = rmp_serde::to_vec_named(&batch).map_err(|e| Failure {
+        kind: "encode_error",
+        message: e.to_string(),
+    })?;
+    Ok(vec![
+        ("frames", Value::Array(vec![Value::Bin(frame)])),
+        ("value", neutral(&batch)?),
+    ])
 }
 
 fn neutral(batch: &KvEventBatch) -> Result<Value, Failure> {
-    batch.neutral().map_err(|message| Failure { kind: "internal_error", message })
+    batch.neutral().map_err(|message| Failure {
+        kind: "internal_error",
+        message,
+    })
 }
 
 /// The response to one request; never panics out (a panic is `internal_error`).
 fn handle(request: &Value) -> Value {
     let id = request.get("id").cloned().unwrap_or(Value::Nil);
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| answer(request))).unwrap_or_else(|panic| {
-        let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
-        fail("internal_error", format!("panic: {}", what.unwrap_or_default()))
-    });
+    let outcome =
+        panic::catch_unwind(AssertUnwindSafe(|| answer(request))).unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned());
+            fail(
+                "internal_error",
+                format!("panic: {}", what.unwrap_or_default()),
+            )
+        });
     let mut entries = vec![(Value::Str("id".into()), id)];
     let fields = match outcome {
-        Ok(fields) => [("ok", Value::Bool(true))].into_iter().chain(fields).collect(),
+        Ok(fields) => [("ok", Value::Bool(true))]
+            .into_iter()
+            .chain(fields)
+            .collect(),
         Err(Failure { kind, mut message }) => {
             if message.len() > 2000 {
-                let cut = (0..=2000).rev().find(|&i| message.is_char_boundary(i)).unwrap_or(0);
+                let cut = (0..=2000)
+                    .rev()
+                    .find(|&i| message.is_char_boundary(i))
+                    .unwrap_or(0);
                 message.truncate(cut);
             }
-            vec![("ok", Value::Bool(false)), ("error_kind", Value::Str(kind.into())), ("message", Value::Str(message))]
+            vec![
+                ("ok", Value::Bool(false)),
+                ("error_kind", Value::Str(kind.into())),
+                ("message", Value::Str(message)),
+            ]
         }
     };
-    entries.extend(fields.into_iter().map(|(k, v): (&str, Value)| (Value::Str(k.into()), v)));
+    entries.extend(
+        fields
+            .into_iter()
+            .map(|(k, v): (&str, Value)| (Value::Str(k.into()), v)),
+    );
     Value::Map(entries)
 }
 
@@ -340,10 +417,14 @@ fn read_message(input: &mut impl Read) -> Result<Option<Vec<u8>>, String> {
     }
     let length = u32::from_be_bytes(prefix) as usize;
     if length > MAX_MESSAGE {
-        return Err(format!("message length {length} is over the {MAX_MESSAGE}-byte limit"));
+        return Err(format!(
+            "message length {length} is over the {MAX_MESSAGE}-byte limit"
+        ));
     }
     let mut body = vec![0u8; length];
-    input.read_exact(&mut body).map_err(|e| format!("message body cut short ({length} bytes announced): {e}"))?;
+    input
+        .read_exact(&mut body)
+        .map_err(|e| format!("message body cut short ({length} bytes announced): {e}"))?;
     Ok(Some(body))
 }
 
@@ -387,7 +468,17 @@ mod tests {
     use super::*;
 
     fn batch() -> KvEventBatch {
-        KvEventBatch(1.5, vec![KvCacheEvent::BlockRemoved(BlockRemoved { block_hashes: vec![BlockHash::Int(7)], medium: None, group_idx: None, locality: None, ownership: None })], None)
+        KvEventBatch(
+            1.5,
+            vec![KvCacheEvent::BlockRemoved(BlockRemoved {
+                block_hashes: vec![BlockHash::Int(7)],
+                medium: None,
+                group_idx: None,
+                locality: None,
+                ownership: None,
+            })],
+            None,
+        )
     }
 
     #[test]
@@ -401,6 +492,10 @@ mod tests {
     #[test]
     fn positional_encoding_writes_events_as_tag_first_arrays_like_vllm_0_23() {
         let bytes = rmp_serde::to_vec(&batch()).unwrap();
-        assert_eq!(&bytes[10..13], &[0x91, 0x96, 0xac], "the event is a 6-array whose first item is the tag \"BlockRemoved\"");
+        assert_eq!(
+            &bytes[10..13],
+            &[0x91, 0x96, 0xac],
+            "the event is a 6-array whose first item is the tag \"BlockRemoved\""
+        );
     }
 }
