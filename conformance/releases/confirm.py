@@ -51,12 +51,35 @@ class Observation:
 
 
 class HostProcess:
-    """A running :mod:`~conformance.releases.host` for one release and family, spoken to over the testee framing."""
+    """A running :mod:`~conformance.releases.host` for one release and family, spoken to over the testee framing.
 
-    def __init__(self, python: str, engine: str, family: str, *, root: Optional[str] = None, timeout: float = 60.0) -> None:
-        root = root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ, PYTHONPATH=root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
-        self.testee = TesteeCodec([python, "-m", "conformance.releases.host", "--engine", engine, "--family", family], env=env, timeout=timeout, startup_timeout=180.0)
+    ``HostProcess(python, engine, family)`` starts the host in that Python;
+    ``HostProcess(argv=[...])`` starts any other program that answers the
+    engine-neutral operations (``conformance/PROTOCOL.md`` §9), such as a
+    consumer written in another language, in the same role.
+    """
+
+    def __init__(
+        self,
+        python: Optional[str] = None,
+        engine: Optional[str] = None,
+        family: Optional[str] = None,
+        *,
+        argv: Optional[Sequence[str]] = None,
+        root: Optional[str] = None,
+        timeout: float = 60.0,
+    ) -> None:
+        if argv is None:
+            if python is None or engine is None or family is None:
+                raise TypeError("HostProcess needs python, engine and family, or argv")
+            root = root or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            env: Optional[Dict[str, str]] = dict(os.environ, PYTHONPATH=root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""))
+            argv = [python, "-m", "conformance.releases.host", "--engine", engine, "--family", family]
+        elif python is not None or engine is not None or family is not None:
+            raise TypeError("HostProcess takes argv or python, engine and family, not both")
+        else:
+            env = None
+        self.testee = TesteeCodec(list(argv), env=env, timeout=timeout, startup_timeout=180.0)
         self.hello = self.testee.request("hello")
         self.name = str(self.hello.get("name"))
         self.messages = set(self.hello.get("messages", ()))
