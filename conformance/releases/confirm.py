@@ -181,10 +181,11 @@ def _search(family: str, message: str, direction: str, key: str, snapshot: Snaps
     def breaks(value: Any) -> bool:
         counts["draws"] += 1
         outcome, detail, sent = _round_trip(sender, receiver, message, value, wrapped, record.tag, record.tag_field)
-        if outcome == "invalid":
+        if outcome in ("invalid", "sender failed"):  # the sender's own class or encoder refused the draw: not a message it sends
             counts["invalid"] += 1
+            last.setdefault("sender", detail)
             return False
-        if outcome in ("refuses", "misreads", "sender failed", "receiver failed"):
+        if outcome in ("refuses", "misreads", "receiver failed"):
             last.update(outcome=outcome, detail=detail, sent=sent)
             return True
         return False
@@ -203,12 +204,13 @@ def _search(family: str, message: str, direction: str, key: str, snapshot: Snaps
         )
     except (NoSuchExample, Unsatisfiable):
         if counts["invalid"] == counts["draws"]:
-            return Observation(family, message, direction, "not confirmable", f"all {counts['draws']} draws were refused by the sender's own validation", draws=counts["draws"])
+            why = f" (first: {last['sender'][:200]})" if "sender" in last else ""
+            return Observation(family, message, direction, "not confirmable", f"all {counts['draws']} draws were refused by the sender's own validation{why}", draws=counts["draws"])
         note = "".join(f"; the sender wrote {n} of them as {outer!r}, not as {record.tag!r}: the schema does not govern those bytes" for outer, n in sorted(wrapped.items()))
         return Observation(family, message, direction, OK, f"{counts['draws'] - counts['invalid']} valid draws read correctly{note}", draws=counts["draws"])
     # find() ends on the shrunk witness; run it once more so the detail is the witness's own.
     outcome, detail, sent = _round_trip(sender, receiver, message, witness)
-    if outcome in ("ok", "invalid"):
+    if outcome in ("ok", "invalid", "sender failed"):
         outcome, detail, sent = last["outcome"], last["detail"], last["sent"]
     return Observation(family, message, direction, outcome, detail[:500], _bounded(sent), counts["draws"])
 

@@ -172,6 +172,8 @@ def render(results: Sequence[PairResult], *, command: str, commit: str) -> str:
         "  prediction was not confirmed; it says when the sender wrote the message inside another",
         "  top-level type, such as a pickled fallback, whose bytes the schema does not govern);",
         "  `not confirmable`: why no live check could be made.",
+        "* The live search is per message type and direction: where a message has several breaking",
+        "  changes, each row shows the witness of the first break found in that message.",
         "* Receivers are the releases' own decoders (msgspec). \"ok\" for a field appended at the tail",
         "  assumes a receiver that skips trailing array elements, as msgspec does; a serde tuple struct",
         "  refuses them (see `docs/findings/rust-kv-events.md`).",
