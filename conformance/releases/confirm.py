@@ -197,6 +197,7 @@ def _search(family: str, message: str, direction: str, key: str, snapshot: Snaps
             settings=settings(
                 max_examples=max_examples,
                 database=None,
+                derandomize=True,  # the same witnesses on every run: the report is regenerated and diffed in review
                 deadline=None,
                 phases=(Phase.generate, Phase.shrink),
                 suppress_health_check=list(HealthCheck),
