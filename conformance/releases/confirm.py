@@ -17,7 +17,8 @@ symptom seen live.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import msgspec
@@ -25,7 +26,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from conformance.schema_diff.compare import OK, Change
-from conformance.schema_diff.snapshot import Snapshot
+from conformance.schema_diff.snapshot import Snapshot, StructRecord, TypeNode
 from conformance.testee.client import TesteeCodec
 
 from .values import differences, message_strategy
@@ -165,7 +166,10 @@ def confirm_messages(
                 # A typed socket is declared with the message's type: the receiving release has none to declare.
                 found.append(Observation(family, message, direction, "not confirmable", f"the {receiver_side} release has no type {message}: no socket of it reads one (refused by construction)"))
                 continue
-            found.append(_search(family, message, direction, fam.messages[message], snapshots[sender_side], sender, receiver, max_examples))
+            observation = _search(family, message, direction, fam.messages[message], snapshots[sender_side], sender, receiver, max_examples)
+            if observation.outcome == "refuses" and theirs is not None and message in theirs.messages:
+                observation = replace(observation, detail=_name_the_path(observation.detail, snapshots[receiver_side], theirs.messages[message]))
+            found.append(observation)
     return found
 
 
@@ -216,6 +220,72 @@ def _search(family: str, message: str, direction: str, key: str, snapshot: Snaps
     return Observation(family, message, direction, outcome, detail[:500], _bounded(sent), counts["draws"])
 
 
+_STEP = re.compile(r"\[(\d+|\.\.\.)\]|\.(\w+)")
+
+
+def named_path(snapshot: Snapshot, key: str, path: str) -> Optional[str]:
+    """A decoder's positional error path (`$[6][4]`) in field names (`$.sampling_params.watermarking`), read with the receiver's ``snapshot`` from its struct ``key``; None where it cannot be followed."""
+    if not path.startswith("$"):
+        return None
+    current: Any = snapshot.structs.get(key)
+    out = "$"
+    for index, name in _STEP.findall(path[1:]):
+        for _ in range(8):  # through unions and struct references to the node the step applies to
+            if isinstance(current, TypeNode) and current.kind == "union":
+                wanted = ("list", "set", "frozenset", "vartuple", "tuple", "dict", "struct")
+                current = next((arm for arm in current.types or () if arm.kind in wanted), None)
+            elif isinstance(current, TypeNode) and current.kind == "struct":
+                current = snapshot.structs.get(current.ref or "")
+            else:
+                break
+        if isinstance(current, StructRecord):
+            if name:
+                field = next((f for f in current.fields if f.encode_name == name), None)
+            elif index.isdigit() and current.array_like:
+                i = int(index) - (1 if current.tag is not None else 0)
+                field = current.fields[i] if 0 <= i < len(current.fields) else None
+            else:
+                field = None
+            if field is None:
+                return None
+            out += f".{field.encode_name}"
+            current = field.type
+        elif isinstance(current, TypeNode) and current.kind in ("list", "set", "frozenset", "vartuple", "tuple", "dict"):
+            out += f"[{index or name}]"
+            if current.kind == "tuple":
+                items = current.items or []
+                current = items[int(index)] if index.isdigit() and int(index) < len(items) else None
+            else:
+                current = current.value if current.kind == "dict" else current.item
+        else:
+            return None
+    return out
+
+
+def _name_the_path(detail: str, snapshot: Snapshot, key: str) -> str:
+    match = re.search(r"at `(\$[^`]*)`", detail)
+    if not match:
+        return detail
+    named = named_path(snapshot, key, match.group(1))
+    return f"{detail} ({named})" if named and named != match.group(1) else detail
+
+
+#: Kinds of change that are about one field (the rest are about a struct's layout, or a whole message).
+_FIELD_KINDS = ("type changed", "type widened", "default changed", "default removed", "default added", "constraint tightened", "constraint loosened")
+
+
+def _witness_is_of(change: Change, detail: str) -> bool:
+    """Whether a witness's paths (named, as ``$.a.b``) reach the struct the change is in, and its field where the change is about one; True when the witness names no path."""
+    segments = change.where.split(" -> ")
+    prefix = "$" + "".join("." + seg.partition(".")[2] for seg in segments[:-1] if seg.partition(".")[2])
+    if change.kind in _FIELD_KINDS and change.field:
+        prefix += "." + change.field
+    paths = [re.sub(r"\[[^\]]*\]", "", p) for p in re.findall(r"\(?(\$\.[\w.\[\]'\-]*)", detail)]
+    if not paths:
+        return True
+    return any(p == prefix or p.startswith(prefix + ".") or prefix.startswith(p + ".") or prefix == "$" for p in paths)
+
+
 def annotate(changes: Sequence[Change], observations: Sequence[Observation]) -> List[Tuple[Change, str]]:
     """Each breaking change with what was seen live in each direction it breaks: ``"old->new: refuses: Expected `int` ..."``."""
     seen = {(o.family, o.message, o.direction): o for o in observations}
@@ -235,6 +305,8 @@ def annotate(changes: Sequence[Change], observations: Sequence[Observation]) -> 
                 parts.append(f"{arrow}: NOT SEEN ({o.detail})")
             elif o.outcome == "not confirmable":
                 parts.append(f"{arrow}: not confirmable ({o.detail})")
+            elif not _witness_is_of(change, o.detail):
+                parts.append(f"{arrow}: not isolated: the message's witness broke elsewhere ({o.outcome}: {o.detail})")
             else:
                 parts.append(f"{arrow}: {o.outcome}: {o.detail}")
         out.append((change, "; ".join(parts)))

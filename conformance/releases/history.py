@@ -99,7 +99,7 @@ class PairResult:
         return annotate(self.comparison.changes, self.observations)
 
 
-def compare_pair(engine: Engine, old: Release, new: Release, *, live: bool = True, max_examples: int = 40, log=print) -> PairResult:
+def compare_pair(engine: Engine, old: Release, new: Release, *, live: bool = True, max_examples: int = 100, log=print) -> PairResult:
     """Diff two releases' snapshots and, with ``live``, confirm every break through both releases' own codecs."""
     started = time.monotonic()
     a, b = load(snapshot_path(engine, old.version)), load(snapshot_path(engine, new.version))
@@ -173,7 +173,7 @@ def render(results: Sequence[PairResult], *, command: str, commit: str) -> str:
         "  top-level type, such as a pickled fallback, whose bytes the schema does not govern);",
         "  `not confirmable`: why no live check could be made.",
         "* The live search is per message type and direction: where a message has several breaking",
-        "  changes, each row shows the witness of the first break found in that message.",
+        "  changes, a row whose witness broke at another field says `not isolated`.",
         "* Receivers are the releases' own decoders (msgspec). \"ok\" for a field appended at the tail",
         "  assumes a receiver that skips trailing array elements, as msgspec does; a serde tuple struct",
         "  refuses them (see `docs/findings/rust-kv-events.md`).",
@@ -257,7 +257,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--versions", help="only these releases, comma-separated (consecutive pairs among them)")
     parser.add_argument("--refresh", action="store_true", help="rewrite snapshots already on disk")
     parser.add_argument("--no-live", dest="live", action="store_false", help="diff only: no live confirmation")
-    parser.add_argument("--max-examples", type=int, default=40, help="draws per message type and direction in the live search (default 40)")
+    parser.add_argument("--max-examples", type=int, default=100, help="draws per message type and direction in the live search (default 100)")
     parser.add_argument("--out", default=os.path.join(_ROOT, REPORT_PATH), help=f"the report (default {REPORT_PATH}); a .json twin is written beside it")
     args = parser.parse_args(argv)
     results: List[PairResult] = []
