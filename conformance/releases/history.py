@@ -29,7 +29,7 @@ import os
 import platform
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from conformance.engines.profile import Engine, Release
@@ -37,6 +37,7 @@ from conformance.schema_diff.compare import OK, Change, Comparison, compare
 from conformance.schema_diff.snapshot import load
 
 from .confirm import HostProcess, Observation, annotate, confirm_messages
+from .environments import environment, run_in_environment
 
 __all__ = ["snapshot_path", "take_snapshots", "PairResult", "compare_pair", "render", "REPORT_PATH"]
 
@@ -52,12 +53,6 @@ def snapshot_path(engine: Engine, version: str) -> str:
     return os.path.join(engine.snapshots_dir, f"{engine.name}-{version}.json")
 
 
-def _python(engine: Engine, release: Release, log) -> str:
-    from .environments import environment
-
-    return environment(engine, release, log=log)
-
-
 def take_snapshots(engine: Engine, releases: Sequence[Release], *, refresh: bool = False, log=print) -> Dict[str, str]:
     """Write the snapshot of each release in its own environment (kept when on disk, unless ``refresh``); version -> path."""
     paths: Dict[str, str] = {}
@@ -66,20 +61,11 @@ def take_snapshots(engine: Engine, releases: Sequence[Release], *, refresh: bool
         paths[release.version] = path
         if os.path.exists(path) and not refresh:
             continue
-        python = _python(engine, release, log)
+        python = environment(engine, release, log=log)
         started = time.monotonic()
-        argv = [python, "-m", "conformance.schema_diff", "snapshot", "--engine", engine.name, "--release", release.version, "--out", path]
-        done = subprocess.run(argv, cwd=_ROOT, capture_output=True, text=True, timeout=900, env=_env())
-        if done.returncode != 0:
-            raise RuntimeError(f"{engine.name} {release.version}: the snapshot failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        run_in_environment(python, ["-m", "conformance.schema_diff", "snapshot", "--engine", engine.name, "--release", release.version, "--out", path], timeout=900, cwd=_ROOT)
         log(f"{engine.name} {release.version}: snapshot written in {time.monotonic() - started:.1f} s ({os.path.relpath(path, _ROOT)})")
     return paths
-
-
-def _env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
 
 
 @dataclass
@@ -118,7 +104,7 @@ def compare_pair(engine: Engine, old: Release, new: Release, *, live: bool = Tru
         if change.tag not in tags:
             tags.append(change.tag)
     try:
-        old_python, new_python = _python(engine, old, log), _python(engine, new, log)
+        old_python, new_python = environment(engine, old, log=log), environment(engine, new, log=log)
         for family, tags in sorted(by_family.items()):
             with HostProcess(old_python, engine.name, family) as old_host, HostProcess(new_python, engine.name, family) as new_host:
                 result.observations += confirm_messages(family, tags, {"old": a, "new": b}, {"old": old_host, "new": new_host}, max_examples=max_examples)
@@ -126,7 +112,7 @@ def compare_pair(engine: Engine, old: Release, new: Release, *, live: bool = Tru
         result.live_error = f"{type(exc).__name__}: {exc}"[:1000]
     # Observations of a one-family comparison carry the family name; its changes carry "".
     if len(a.families) == 1 and len(b.families) == 1:
-        result.observations = [Observation("", o.message, o.direction, o.outcome, o.detail, o.witness, o.draws) for o in result.observations]
+        result.observations = [replace(o, family="") for o in result.observations]
     result.live_seconds = time.monotonic() - started
     return result
 

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import msgspec
 
+from conformance.schema_diff.snapshot import installed_version
 from conformance.testee.reference_testee import serve
 
 __all__ = ["CodecHost", "PlainCodec", "main"]
@@ -104,7 +105,7 @@ class CodecHost:
         self.types = dict(family.roots())
         self.tagged = family.framing == "tagged"
         self.codec = family.codec() if family.codec is not None else PlainCodec(list(self.types.values()) if self.tagged else ())
-        version = _version(engine.package)
+        version = installed_version(engine.package) or "unreleased"
         self.name = f"{engine.name} {version} {family.name}"
 
     def handle(self, request: Dict[str, Any]) -> Dict[str, Any]:
@@ -145,17 +146,6 @@ class CodecHost:
             return {"id": rid, "ok": False, "error_kind": exc.kind, "message": str(exc)[:2000]}
         except Exception as exc:  # a bug here must not end the run: report it and go on
             return {"id": rid, "ok": False, "error_kind": "internal_error", "message": f"{type(exc).__name__}: {exc}"[:2000]}
-
-
-def _version(package: Optional[str]) -> str:
-    if not package:
-        return "unreleased"
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "unreleased"
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -34,7 +34,7 @@ import sys
 from typing import List, Mapping, Optional, Tuple
 
 from .compare import MODES, Comparison, compare, summary_line
-from .snapshot import Snapshot, SnapshotError, engine_snapshot, load, module_roots, module_snapshot, write
+from .snapshot import Snapshot, SnapshotError, dumps, engine_snapshot, load, module_roots, module_snapshot, write
 
 __all__ = ["main", "load_schema", "resolve"]
 
@@ -91,8 +91,6 @@ def _snapshot_main(argv: List[str]) -> int:
         write(snapshot, args.out)
         print(f"wrote {args.out}: {snapshot.engine} {snapshot.release}, {snapshot.message_count()} message types in {len(snapshot.families)} families, {len(snapshot.structs)} structs", file=sys.stderr)
     else:
-        from .snapshot import dumps
-
         sys.stdout.write(dumps(snapshot))
     return 0
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Set, Tuple
 
-from .snapshot import FieldRecord, Snapshot, SnapshotError, StructRecord, TypeNode, take_family, take_snapshot
+from .snapshot import FieldRecord, Snapshot, SnapshotError, StructRecord, TypeNode, classes_snapshot
 
 __all__ = [
     "OK",
@@ -378,12 +378,9 @@ def _matched(a_side: _Side, a: TypeNode, b_side: _Side, b: TypeNode, out: List[T
             out.append((a, b))
         return
     out.append((a, b))
-    for p, q in ((a.item, b.item), (a.key, b.key), (a.value, b.value)):
+    for p, q in ((a.item, b.item), (a.key, b.key), (a.value, b.value), *zip(a.items or (), b.items or ())):
         if p is not None and q is not None:
             _matched(a_side, p, b_side, q, out)
-    for xs, ys in ((a.items, b.items),):
-        for x, y in zip(xs or (), ys or ()):
-            _matched(a_side, x, b_side, y, out)
 
 
 def _arm_key(side: _Side, node: TypeNode) -> str:
@@ -556,17 +553,22 @@ class _Differ:
             if loosened:
                 about("constraint loosened", f"{name!r}: {', '.join(loosened)} (older readers refuse the new values)", OK, REFUSES)
         if fa.default != fb.default:
+            # Only a map sender that omits defaults leaves a field out (msgspec writes every field of an
+            # array); the receiver then needs the field not to be required, and reads its own default.
             if fb.default is None:
-                # Only a map sender that omits defaults leaves the field out; every other sender writes every field.
-                about("default removed", f"{name!r}: {fa.default} -> required: older senders that omit it fail", REFUSES if a.omit_defaults and not a.array_like else OK, OK)
+                about("default removed", f"{name!r}: {fa.default} -> required: older senders that omit it fail", REFUSES if _omits_defaults(a) else OK, OK)
             elif fa.default is None:
-                about("default added", f"{name!r}: required -> {fb.default}", OK, REFUSES if b.omit_defaults and not b.array_like else OK)
+                about("default added", f"{name!r}: required -> {fb.default}", OK, REFUSES if _omits_defaults(b) else OK)
             else:
-                # A map sender with omit_defaults leaves out a field equal to its default: the receiver reads its own.
-                backward = MISREADS if a.omit_defaults and not a.array_like else OK
-                forward = MISREADS if b.omit_defaults and not b.array_like else OK
+                backward = MISREADS if _omits_defaults(a) else OK
+                forward = MISREADS if _omits_defaults(b) else OK
                 note = ": a sender that omits defaults is read with the other side's default" if backward != OK or forward != OK else ""
                 about("default changed", f"{name!r}: {fa.default} -> {fb.default}{note}", backward, forward)
+
+
+def _omits_defaults(record: StructRecord) -> bool:
+    """Whether a sender of ``record`` leaves out fields equal to their default: a map struct with ``omit_defaults``."""
+    return record.omit_defaults and not record.array_like
 
 
 # --- snapshots --------------------------------------------------------------------
@@ -635,15 +637,9 @@ def _ext_changes(where: str, old: Mapping[str, str], new: Mapping[str, str], fam
 
 def diff_schemas(old: Mapping[str, type], new: Mapping[str, type]) -> List[Change]:
     """Every change between two ``name -> class`` mappings of this process (snapshotted first), nested structs included."""
-    a = take_snapshot({"messages": lambda w: take_family(w, old, framing="tagged")}, engine="old", release="") if old else _empty()
-    b = take_snapshot({"messages": lambda w: take_family(w, new, framing="tagged")}, engine="new", release="") if new else _empty()
+    a = classes_snapshot(old, framing="tagged", engine="old", release="")
+    b = classes_snapshot(new, framing="tagged", engine="new", release="")
     return compare(a, b).changes
-
-
-def _empty() -> Snapshot:
-    from .snapshot import SNAPSHOT_FORMAT, FamilySnapshot
-
-    return Snapshot(format=SNAPSHOT_FORMAT, engine="", release="", families={"messages": FamilySnapshot(framing="tagged", messages={})}, structs={})
 
 
 def diff_struct(tag: str, old: type, new: type) -> List[Change]:

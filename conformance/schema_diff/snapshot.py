@@ -57,7 +57,9 @@ __all__ = [
     "SnapshotError",
     "take_family",
     "take_snapshot",
+    "classes_snapshot",
     "engine_snapshot",
+    "installed_version",
     "module_snapshot",
     "module_roots",
     "discover_messages",
@@ -304,14 +306,25 @@ def take_snapshot(
 
 def _written_with(package: Optional[str]) -> Dict[str, str]:
     found = {"python": platform.python_version(), "msgspec": msgspec.__version__}
-    if package:
-        from importlib import metadata
-
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
+    version = installed_version(package)
+    if package and version:
+        found[package] = version
     return found
+
+
+def classes_snapshot(roots: Mapping[str, type], *, framing: str, engine: str, release: str) -> Snapshot:
+    """A one-family snapshot (family ``messages``) of classes of this process, ``name -> class``; empty when ``roots`` is."""
+    writer = _Writer()
+    family = take_family(writer, roots, framing=framing)
+    return Snapshot(
+        format=SNAPSHOT_FORMAT,
+        engine=engine,
+        release=release,
+        families={"messages": family},
+        structs=dict(sorted(writer.structs.items())),
+        enums=dict(sorted(writer.enums.items())),
+        written_with=_written_with(None),
+    )
 
 
 def engine_snapshot(engine: Any, *, release: Optional[str] = None, families: Optional[List[str]] = None) -> Snapshot:
@@ -323,7 +336,7 @@ def engine_snapshot(engine: Any, *, release: Optional[str] = None, families: Opt
     """
     if not engine.families:
         raise SnapshotError(f"engine {engine.name!r} declares no message families (Engine.families)")
-    version = release or _installed_version(engine.package) or "unreleased"
+    version = release or installed_version(engine.package) or "unreleased"
 
     def family(fam: Any) -> Callable[[_Writer], FamilySnapshot]:
         return lambda writer: take_family(writer, roots[fam.name], framing=fam.framing, description=fam.description, ext_types=fam.ext_types())
@@ -342,7 +355,8 @@ def engine_snapshot(engine: Any, *, release: Optional[str] = None, families: Opt
     return snapshot
 
 
-def _installed_version(package: Optional[str]) -> Optional[str]:
+def installed_version(package: Optional[str]) -> Optional[str]:
+    """The installed version of distribution ``package``, or None (not installed, or no package named)."""
     if not package:
         return None
     from importlib import metadata
@@ -423,8 +437,7 @@ def module_snapshot(spec: str, roots: Optional[List[str]] = None, *, framing: Op
     if not found:
         hint = "" if roots else ": it has no string-tagged msgspec.Struct classes; name the untagged message classes with --roots A,B (an engine's families)"
         raise SnapshotError(f"{spec!r}: no message classes found{hint}")
-    framing = framing or ("typed" if roots else "tagged")
-    return take_snapshot({"messages": lambda w: take_family(w, found, framing=framing)}, engine=spec, release="module")
+    return classes_snapshot(found, framing=framing or ("typed" if roots else "tagged"), engine=spec, release="module")
 
 
 def dumps(snapshot: Snapshot) -> str:
