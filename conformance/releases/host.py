@@ -143,9 +143,16 @@ class CodecHost:
                 return {"id": rid, "ok": True, "value": neutral(obj)}
             raise _Failure("unsupported", f"unknown op {op!r:.40}")
         except _Failure as exc:
-            return {"id": rid, "ok": False, "error_kind": exc.kind, "message": str(exc)[:2000]}
+            return {"id": rid, "ok": False, "error_kind": exc.kind, "message": _without_paths(str(exc))[:2000]}
         except Exception as exc:  # a bug here must not end the run: report it and go on
-            return {"id": rid, "ok": False, "error_kind": "internal_error", "message": f"{type(exc).__name__}: {exc}"[:2000]}
+            return {"id": rid, "ok": False, "error_kind": "internal_error", "message": _without_paths(f"{type(exc).__name__}: {exc}")[:2000]}
+
+
+def _without_paths(message: str) -> str:
+    """``message`` with this environment's location replaced by ``<env>``: an engine's error (pickle's "Can't get attribute ... from '/path/...'") must not put a machine's paths in a report."""
+    for prefix in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}, key=len, reverse=True):
+        message = message.replace(prefix, "<env>")
+    return message
 
 
 def main(argv: Optional[List[str]] = None) -> int:

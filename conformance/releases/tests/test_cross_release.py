@@ -149,3 +149,12 @@ def test_a_snapshot_file_round_trips_and_compares_like_the_module(tmp_path, monk
         main([str(tmp_path / "bad.json"), str(tmp_path / "s.json")])
     assert exit_info.value.code == 2 and "is not a schema snapshot" in capsys.readouterr().err
     assert module_snapshot("snapmod", ["Req"]).message_count() == 1
+
+
+def test_a_hosts_error_message_carries_no_path_of_the_machine():
+    import sys
+
+    from conformance.releases.host import _without_paths
+
+    message = f"AttributeError: Can't get attribute 'X' on <module 'm' from '{sys.prefix}/lib/python3.11/site-packages/m.py'>"
+    assert _without_paths(message) == "AttributeError: Can't get attribute 'X' on <module 'm' from '<env>/lib/python3.11/site-packages/m.py'>"
