@@ -105,6 +105,14 @@ class MessageFamily:
     ext_types: Callable[[], Mapping[int, str]] = _no_ext_types
     codec: Optional[Callable[[], Any]] = None
 
+    def new_codec(self, roots: Optional[Mapping[str, type]] = None) -> Any:
+        """A new instance of the family's codec: its own, or a :class:`~conformance.engines.plain_codec.PlainCodec` (for a tagged family, decoding any of ``roots`` by its tag)."""
+        if self.codec is not None:
+            return self.codec()
+        from .plain_codec import PlainCodec
+
+        return PlainCodec(list(roots.values()) if roots and self.framing == "tagged" else ())
+
 
 @dataclass(frozen=True)
 class Release:

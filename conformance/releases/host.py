@@ -33,33 +33,14 @@ import argparse
 import dataclasses
 import enum
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional
 
 import msgspec
 
 from conformance.schema_diff.snapshot import installed_version
 from conformance.testee.reference_testee import serve
 
-__all__ = ["CodecHost", "PlainCodec", "main"]
-
-
-class PlainCodec:
-    """A plain ``msgspec.msgpack`` encoder and a decoder of the socket's type (``None``: of any of ``types``, by tag): a family's codec when it declares none."""
-
-    def __init__(self, types: Sequence[type] = ()) -> None:
-        self._encoder = msgspec.msgpack.Encoder()
-        self._decoders: Dict[Any, msgspec.msgpack.Decoder] = {}
-        self._any = Union[tuple(types)] if len(types) > 1 else (types[0] if types else Any)
-
-    def encode(self, obj: Any) -> List[bytes]:
-        return [self._encoder.encode(obj)]
-
-    def decode(self, frames: List[bytes], cls: Optional[type]) -> Any:
-        target = self._any if cls is None else cls
-        decoder = self._decoders.get(target)
-        if decoder is None:
-            decoder = self._decoders[target] = msgspec.msgpack.Decoder(target)
-        return decoder.decode(frames[0])
+__all__ = ["CodecHost", "main"]
 
 
 class _Failure(Exception):
@@ -104,7 +85,7 @@ class CodecHost:
             raise SystemExit(f"engine {engine_name!r} has no family {family_name!r} (it has {[f.name for f in engine.families]})")
         self.types = dict(family.roots())
         self.tagged = family.framing == "tagged"
-        self.codec = family.codec() if family.codec is not None else PlainCodec(list(self.types.values()) if self.tagged else ())
+        self.codec = family.new_codec(self.types)
         version = installed_version(engine.package) or "unreleased"
         self.name = f"{engine.name} {version} {family.name}"
 

@@ -1,13 +1,22 @@
-"""Adapter: vLLM 0.34.0's own msgpack codec (``vllm.v1.serial_utils``) behind the codec interface.
+"""Adapter: vLLM 0.34.0's own codecs, each family's as its processes use it, behind the codec interface.
 
-vLLM's sockets each carry one message type, and its decoder is built for it
-(``MsgpackDecoder(EngineCoreOutputs)``), so the adapter offers the typed
-decode ``decode(frames, type)`` and keeps one vLLM decoder per type.
-``encode`` is ``MsgpackEncoder.encode``: the body frame, then one frame per
-tensor or array of ``size_threshold`` bytes or more (vLLM's
-``VLLM_MSGPACK_ZERO_COPY_THRESHOLD``, 256 by default). Messages are vLLM's
-own classes; nothing is converted, so every difference the suite finds is
-vLLM's codec (or its classes' ``__post_init__``).
+vLLM's sockets each carry one message type, and its decoders are built for
+it (``MsgpackDecoder(EngineCoreOutputs)``, ``msgspec.msgpack.Decoder(
+MooncakeXferMetadata)``), so the adapter offers the typed decode
+``decode(frames, type)`` and sends each message through its family's codec
+(:mod:`conformance.engines.vllm.families`):
+
+* engine core (and the fault-tolerance and KV-hint messages it carries):
+  ``MsgpackEncoder.encode``, the body frame, then one frame per tensor or
+  array of ``size_threshold`` bytes or more (vLLM's
+  ``VLLM_MSGPACK_ZERO_COPY_THRESHOLD``, 256 by default), read by
+  ``MsgpackDecoder(type)``;
+* handshake, KV events and the connectors' side channels: a plain
+  ``msgspec.msgpack`` encoder and ``Decoder(type)``, one frame;
+* the data-parallel coordinator: plain tuples, unpacked by position.
+
+Messages are vLLM's own classes; nothing is converted, so every difference
+the suite finds is vLLM's codec (or its classes' ``__post_init__``).
 
 Run with vLLM's defaults: ``VLLM_ALLOW_INSECURE_SERIALIZATION`` unset, so
 nothing is pickled, as in a vLLM deployment that has not opted in.
@@ -69,9 +78,19 @@ class VllmCodec:
         version = getattr(vllm, "__version__", None)
         if version not in (None, VLLM_VERSION):
             raise RuntimeError(f"the adapter targets vLLM {VLLM_VERSION}, found {version}")
+        from .families import FAMILIES, on_engine_core_codec
+
         self._encoder = MsgpackEncoder(size_threshold)
         self._decoder_class = MsgpackDecoder
         self._decoders: Dict[type, Any] = {}
+        # Families with a codec other than the engine core's, by root class.
+        self._by_class: Dict[type, Any] = {}
+        for family in FAMILIES:
+            if on_engine_core_codec(family):
+                continue  # self._encoder, with this size_threshold
+            codec = family.new_codec()
+            for cls in family.roots().values():
+                self._by_class[cls] = codec
         if size_threshold is not None:
             self.name = f"vllm(size_threshold={size_threshold})"
 
@@ -79,9 +98,15 @@ class VllmCodec:
         return f"VllmCodec({self.name})"
 
     def encode(self, msg: Any) -> List[Any]:
+        codec = self._by_class.get(type(msg))
+        if codec is not None:
+            return list(codec.encode(msg))
         return list(self._encoder.encode(msg))
 
     def decode(self, frames, msg_type: type) -> Any:
+        codec = self._by_class.get(msg_type)
+        if codec is not None:
+            return codec.decode(list(frames), msg_type)
         decoder = self._decoders.get(msg_type)
         if decoder is None:
             decoder = self._decoders[msg_type] = self._decoder_class(msg_type)

@@ -1,13 +1,15 @@
-"""vLLM 0.34.0: the engine-core messages of ``vllm.v1.engine``, one type per socket, through vLLM's own codec.
+"""vLLM 0.34.0: every message that crosses one of its process or machine boundaries, one type per socket, through vLLM's own codecs.
 
-* **Messages**: every ``msgspec.Struct`` defined in ``vllm.v1.engine``
-  (``EngineCoreRequest``, ``EngineCoreOutputs``, ``EngineCoreOutput``,
-  ``UtilityOutput``, ``EngineCoreEvent``, ``ReconfigureDistributedRequest``),
-  discovered at load, so a vLLM release that adds one is tested without an
-  edit here.
+* **Messages**: the roots of every family in :mod:`.families`: the engine
+  core's structs (``vllm.v1.engine``), the startup handshake, the
+  data-parallel coordinator, KV events, fault tolerance, KV hints, and the
+  disaggregation side channels (encoder-cache transfer, Mooncake, MoRIIO,
+  NIXL), discovered at load from vLLM's modules, so a vLLM release that adds
+  one is tested without an edit here.
 * **Frames**: untagged; the socket's declared type is the decoder's
   (``MsgpackDecoder(EngineCoreOutputs)``), so codecs under test offer
-  ``decode(frames, type)``.
+  ``decode(frames, type)``. Each family has its own codec
+  (:class:`~conformance.engines.vllm.codec.VllmCodec` dispatches).
 * **Strategies**: the generic builder over vLLM's own classes, with vLLM's
   meaning where the types cannot say it: classes whose ``__post_init__``
   validates (``SamplingParams``, ``PoolingParams``, ``LoRARequest``,
@@ -70,19 +72,14 @@ def _setup() -> None:
 
 
 def _message_types() -> Mapping[str, type]:
-    import msgspec
+    from .families import all_roots
 
-    module = importlib.import_module(MESSAGES_MODULE)
-    return {
-        name: obj
-        for name, obj in sorted(vars(module).items())
-        if isinstance(obj, type) and issubclass(obj, msgspec.Struct) and obj.__module__ == MESSAGES_MODULE
-    }
+    return dict(sorted(all_roots().items()))
 
 
 ENGINE = Engine(
     name="vllm",
-    description="vLLM 0.34.0's engine-core messages (vllm.v1.engine), one type per socket",
+    description="vLLM 0.34.0's messages, every family (engine core, handshake, DP coordinator, KV events, fault tolerance, KV hints, disaggregation side channels), one type per socket",
     message_types=_message_types,
     message_strategy=message_strategy,
     codecs=CODECS,

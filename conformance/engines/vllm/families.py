@@ -1,15 +1,34 @@
-"""vLLM's message families, resolvable in any release from 0.23.0 on (the schema snapshots and the release history read them).
+"""vLLM's message families: every message that crosses one of its process or machine boundaries, found in the release's own modules.
 
-* ``engine-core``: every ``msgspec.Struct`` defined in ``vllm.v1.engine``
-  (``EngineCoreRequest``, ``EngineCoreOutputs``, ``UtilityOutput``, ...), one
-  type per socket; ext codes from ``vllm.v1.serial_utils``
-  (``CUSTOM_TYPE_*``).
-* ``kv-events``: ``KVEventBatch`` of ``vllm.distributed.kv_events``, published
-  over ZeroMQ to routers outside vLLM (NVIDIA Dynamo decodes it in Rust,
-  llm-d in Go); its events are a tagged union. Written with a plain
-  ``msgspec.msgpack.Encoder``: no ext codes.
+Each family's roots are read off the release when called (nothing here
+imports vLLM before), so the same declaration serves vLLM 0.34.0's suite
+and the snapshot of any older release (a family whose modules a release
+lacks raises ``ImportError``: absent there).
 
-Nothing here imports vLLM until a family's ``roots`` is called.
+* ``engine-core``: every ``msgspec.Struct`` ``vllm.v1.engine`` defines
+  (``EngineCoreRequest``, ``EngineCoreOutputs``, ``UtilityOutput``, ...),
+  one type per socket, through vLLM's ``MsgpackEncoder``/``MsgpackDecoder``
+  (ext codes ``CUSTOM_TYPE_*`` of ``vllm.v1.serial_utils``).
+* ``handshake``: what the engine core and its front end decode with plain
+  msgspec and an explicit type at startup (``EngineCoreReadyResponse``,
+  ``EngineHandshakeMetadata``, the elastic-EP scale-up metadata): the
+  messages vLLM's Rust front end must keep up with.
+* ``dp-coordinator``: the data-parallel coordinator's tuples
+  (:mod:`.coordinator`: vLLM has no class for them).
+* ``kv-events``: ``KVEventBatch`` (``vllm.distributed.kv_events``),
+  published to routers outside vLLM; a plain msgspec encoder, events a
+  tagged union. The offloading connector's wire is this family too (its
+  ``BlockStored`` carry ``medium``); its ``_OffloadEventMetadata`` is an
+  in-memory snapshot that is never encoded.
+* ``fault-tolerance``: the structs of ``vllm.v1.fault_tolerance.utils``,
+  sent as a utility call's argument and result (engine-core codec).
+* ``kv-hints``: the structs of ``vllm.v1.kv_hints.protocol``, carried in
+  ``EngineCoreRequest.kv_hints`` (engine-core codec).
+* ``ec-transfer``, ``mooncake``, ``moriio``, ``nixl``: the side channels
+  between machines in disaggregated serving; each family is what the
+  connector's own code decodes with plain msgspec and an explicit type
+  (:func:`conformance.engines.discovery.decoded_types`), so a message a
+  connector adds is in the family without an edit here.
 """
 
 from __future__ import annotations
@@ -17,27 +36,20 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict, List, Mapping
 
+from conformance.engines.discovery import classes_defined_in, decoded_types
 from conformance.engines.profile import MessageFamily
 
-__all__ = ["FAMILIES", "ENGINE_CORE_MODULE", "KV_EVENTS_MODULE"]
+__all__ = ["FAMILIES", "ENGINE_CORE_MODULE", "KV_EVENTS_MODULE", "family_of", "on_engine_core_codec", "all_roots"]
 
 ENGINE_CORE_MODULE = "vllm.v1.engine"
 KV_EVENTS_MODULE = "vllm.distributed.kv_events"
-
-
-def _structs_defined_in(name: str) -> Dict[str, type]:
-    import msgspec
-
-    module = importlib.import_module(name)
-    return {
-        attr: obj
-        for attr, obj in sorted(vars(module).items())
-        if isinstance(obj, type) and issubclass(obj, msgspec.Struct) and obj.__module__ == name
-    }
+_CONNECTORS = "vllm.distributed.kv_transfer.kv_connector.v1"
 
 
 def _engine_core() -> Mapping[str, type]:
-    return _structs_defined_in(ENGINE_CORE_MODULE)
+    import msgspec
+
+    return {name: cls for name, cls in classes_defined_in(ENGINE_CORE_MODULE).items() if issubclass(cls, msgspec.Struct)}
 
 
 def _engine_core_ext() -> Mapping[int, str]:
@@ -63,9 +75,46 @@ class _EngineCoreCodec:
         return decoder.decode(frames)
 
 
+def _handshake() -> Mapping[str, type]:
+    return decoded_types(["vllm.v1.engine.core", "vllm.v1.engine.core_client", "vllm.v1.engine.utils"])
+
+
+def _dp_coordinator() -> Mapping[str, type]:
+    importlib.import_module("vllm.v1.engine.coordinator")  # absent before the release that has a coordinator
+    from .coordinator import MESSAGES
+
+    return MESSAGES
+
+
+def _unpacking_codec() -> Any:
+    from .coordinator import UnpackingCodec
+
+    return UnpackingCodec()
+
+
 def _kv_events() -> Mapping[str, type]:
     module = importlib.import_module(KV_EVENTS_MODULE)
     return {"KVEventBatch": module.KVEventBatch}
+
+
+def _fault_tolerance() -> Mapping[str, type]:
+    return classes_defined_in("vllm.v1.fault_tolerance.utils")
+
+
+def _kv_hints() -> Mapping[str, type]:
+    return classes_defined_in("vllm.v1.kv_hints.protocol")
+
+
+def _ec_transfer() -> Mapping[str, type]:
+    base = "vllm.distributed.ec_transfer.ec_connector.cpu"
+    return decoded_types([f"{base}.session", f"{base}.utils"])
+
+
+def _connector(module: str):
+    def roots() -> Mapping[str, type]:
+        return decoded_types([f"{_CONNECTORS}.{module}"])
+
+    return roots
 
 
 FAMILIES = (
@@ -78,9 +127,89 @@ FAMILIES = (
         codec=_EngineCoreCodec,
     ),
     MessageFamily(
+        name="handshake",
+        description="engine-core startup handshake (ready response, handshake metadata), plain msgspec with the declared type",
+        roots=_handshake,
+        framing="typed",
+    ),
+    MessageFamily(
+        name="dp-coordinator",
+        description="data-parallel coordinator's stats, wave and scale messages: plain tuples, unpacked by position",
+        roots=_dp_coordinator,
+        framing="typed",
+        codec=_unpacking_codec,
+    ),
+    MessageFamily(
         name="kv-events",
         description="KV-cache events published to external routers (vllm.distributed.kv_events)",
         roots=_kv_events,
         framing="typed",
     ),
+    MessageFamily(
+        name="fault-tolerance",
+        description="fault-tolerance commands and results, a utility call's argument and result (engine-core codec)",
+        roots=_fault_tolerance,
+        framing="typed",
+        ext_types=_engine_core_ext,
+        codec=_EngineCoreCodec,
+    ),
+    MessageFamily(
+        name="kv-hints",
+        description="orchestrator KV hints carried in EngineCoreRequest.kv_hints (engine-core codec)",
+        roots=_kv_hints,
+        framing="typed",
+        ext_types=_engine_core_ext,
+        codec=_EngineCoreCodec,
+    ),
+    MessageFamily(
+        name="ec-transfer",
+        description="encoder-cache transfer requests and acknowledgements between machines (ec_connector.cpu)",
+        roots=_ec_transfer,
+        framing="typed",
+    ),
+    MessageFamily(
+        name="mooncake",
+        description="Mooncake KV connector's side channel: transfer metadata, responses, lease heartbeats",
+        roots=_connector("mooncake.mooncake_connector"),
+        framing="typed",
+    ),
+    MessageFamily(
+        name="moriio",
+        description="MoRIIO KV connector's agent metadata exchanged between machines",
+        roots=_connector("moriio.moriio_connector"),
+        framing="typed",
+    ),
+    MessageFamily(
+        name="nixl",
+        description="NIXL KV connector's handshake payload and agent metadata exchanged between machines",
+        roots=_connector("nixl.base_worker"),
+        framing="typed",
+    ),
 )
+
+
+def family_of(name: str) -> MessageFamily:
+    """The family called ``name``; ``KeyError`` naming the families otherwise."""
+    for family in FAMILIES:
+        if family.name == name:
+            return family
+    raise KeyError(f"vLLM has no family {name!r}: {', '.join(f.name for f in FAMILIES)}")
+
+
+def on_engine_core_codec(family: MessageFamily) -> bool:
+    """Whether the family travels through vLLM's engine-core ``MsgpackEncoder``/``MsgpackDecoder`` (its ext codes, its out-of-band frames)."""
+    return family.codec is _EngineCoreCodec
+
+
+def all_roots() -> Mapping[str, type]:
+    """Every family's roots, ``name -> class``; ``ImportError`` naming the family whose modules do not import."""
+    found: Dict[str, type] = {}
+    for family in FAMILIES:
+        try:
+            roots = family.roots()
+        except ImportError as exc:
+            raise ImportError(f"vLLM family {family.name!r} ({family.description}) does not import: {exc}; `tox -e vllm` installs what it needs (constraints/vllm-nodeps.txt)") from exc
+        for name, cls in roots.items():
+            if found.setdefault(name, cls) is not cls:
+                raise ImportError(f"two vLLM message types are called {name!r}: {found[name]!r} and {cls!r}")
+    return found

@@ -3,7 +3,11 @@
 Classes whose ``__post_init__`` validates (``SamplingParams``,
 ``PoolingParams``, ``LoRARequest``, ``StructuredOutputsParams``, ...) are
 drawn within vLLM's documented ranges (``_valid_fields``), so almost every
-draw is a valid instance; the custom classes deep inside
+draw is a valid instance. The other families' plain ``int`` fields carry
+sizes, counts, ranks, ports and token ids (``_wire_ranges``): drawn within
+what vLLM produces (a block size of at least 1, a port within 16 bits, a
+rank from 0), so a finding is about what the wire carries, not an
+impossible configuration; the custom classes deep inside
 (``MultiModalKwargsItem``, ``UtilityResult``) get strategies by type.
 Untyped fields (``dict[str, Any]``) hold JSON-like values within int64, which
 is what vLLM documents for them; no other engine's field meanings apply (the
@@ -82,6 +86,79 @@ def _valid_fields() -> Dict[str, Dict[str, Any]]:
             "is_3d_lora_weight": st.booleans(),
         },
     }
+
+
+def _wire_ranges() -> Dict[str, Dict[str, Any]]:
+    """Per class of the non-engine-core families, by name, strategies for fields whose type is a bare ``int`` that means more."""
+    import hypothesis.strategies as st
+
+    size = st.integers(1, 2**20)
+    count = st.integers(0, 2**31 - 1)
+    rank = st.integers(0, 1023)
+    degree = st.integers(1, 1024)
+    port = st.integers(0, 65535)
+    token = st.integers(0, 2**31 - 1)
+
+    def maybe(strategy):
+        return st.one_of(st.none(), strategy)
+
+    return {
+        "EngineCoreReadyResponse": {
+            "max_model_len": size,
+            "num_gpu_blocks": count,
+            "block_size": size,
+            "world_size": degree,
+            "data_parallel_size": degree,
+            "tensor_parallel_size": degree,
+            "pipeline_parallel_size": degree,
+            "decode_context_parallel_size": degree,
+            "data_parallel_rank": rank,
+            "max_num_seqs": size,
+            "max_num_batched_tokens": size,
+            "max_loras": st.integers(0, 1024),
+            "mamba_block_size": maybe(size),
+            "kv_cache_size_tokens": maybe(count),
+            "kv_cache_max_concurrency": maybe(st.floats(0.0, 1e6)),
+            "effective_attention_block_size": maybe(size),
+            "coord_store_port": port,
+        },
+        "ExternalElasticEPScaleUpHandshakeMetadata": {"num_redundant_experts": st.integers(0, 1024), "elastic_ep_max_dp_size": degree},
+        "CoordinatorStats": {
+            # Per engine [waiting, running].
+            "engine_req_counts_list": maybe(st.lists(st.lists(count, min_size=2, max_size=2), max_size=4)),
+            "current_wave": count,
+        },
+        "StartDpWave": {"wave": count, "exclude_engine_index": maybe(rank)},
+        "ScaleElasticEp": {"new_engine_count": degree},
+        "BlockStored": {
+            "token_ids": st.lists(token, max_size=16),
+            "block_size": st.integers(1, 256),
+            "lora_id": maybe(st.integers(1, 2**31 - 1)),
+            "group_idx": maybe(st.integers(0, 63)),
+        },
+        "XferReq": {"connector_version": st.integers(0, 2**31 - 1)},
+        "XferAck": {"src_block_indices": st.lists(count, max_size=8)},
+        "MooncakeXferMetadata": {"remote_port": port, "remote_tp_size": degree, "remote_tp_rank": rank, "remote_pp_size": st.integers(1, 64)},
+        "MoRIIOAgentMetadata": {"num_blocks": count, "block_len": size},
+        "NixlAgentMetadata": {
+            "device_id": st.integers(0, 255),
+            "num_blocks": count,
+            "block_size": st.integers(1, 256),
+            "dcp_size": st.integers(1, 64),
+            "pcp_size": st.integers(1, 64),
+            "physical_blocks_per_logical_kv_block": st.integers(1, 64),
+        },
+    }
+
+
+def _classes_by_name() -> Dict[str, type]:
+    """The families' root classes and the KV events' event classes, by name (for :func:`_wire_ranges`)."""
+    import importlib
+
+    from .families import KV_EVENTS_MODULE, all_roots
+
+    events = importlib.import_module(KV_EVENTS_MODULE)
+    return {**all_roots(), **{cls.__name__: cls for cls in (events.BlockStored, events.BlockRemoved)}}
 
 
 def _structured_outputs():
@@ -164,6 +241,9 @@ def _type_overrides() -> Dict[type, Any]:
         (SamplingParams, valid["SamplingParams"]),
     ):
         overrides[cls] = _validated(cls, fields, overrides)
+    classes = _classes_by_name()
+    for name, fields in _wire_ranges().items():
+        overrides[classes[name]] = _validated(classes[name], fields, overrides)
     return overrides
 
 
@@ -210,6 +290,9 @@ def message_strategy(cls: type):
     """Valid vLLM messages of type ``cls``: the generic builder with vLLM's meaning (module docstring)."""
     from strategies import from_struct
 
-    overrides: _Overrides = {t: s for t, s in _type_overrides().items()}  # a copy: the cached table stays as built
+    types = _type_overrides()
+    if cls in types:  # a root drawn within its ranges
+        return types[cls]
+    overrides: _Overrides = {t: s for t, s in types.items()}  # a copy: the cached table stays as built
     return from_struct(cls, overrides, untyped=_untyped())  # no registry, no batch field: the generic defaults
 
