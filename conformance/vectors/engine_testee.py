@@ -105,7 +105,7 @@ def parse_failure_list(path: str) -> List[KnownFailure]:
 
 
 def _bounded(value: Any, limit: int = 200) -> str:
-    text = repr(value)
+    text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -57,14 +57,14 @@ def _pooled_output():
 # --- y_ ---------------------------------------------------------------------------------------
 
 
-@_case("y_outputs_two_requests", "EngineCoreOutputs", "two outputs, one finished with reason STOP and a stop token, a finished_requests set (sorted)")
+@_case("y_outputs_two_requests", "EngineCoreOutputs", "two outputs, one finished with reason STOP and a stop token, and the finished_requests set naming it")
 def _():
     engine = _engine()
     return engine.EngineCoreOutputs(
         engine_index=0,
         outputs=[_output("req-0"), _output("req-1", new_token_ids=[2], finish_reason=engine.FinishReason.STOP, stop_reason=151645)],
         timestamp=1700000000.25,
-        finished_requests={"req-1", "req-0"},
+        finished_requests={"req-1"},  # one member: a set's order on the wire follows the process's string hashing
         wave_complete=2,
     )
 

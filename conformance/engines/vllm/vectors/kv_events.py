@@ -151,6 +151,11 @@ def _():
     return _batch(_kv().AllBlocksCleared(), rank=7)
 
 
+@_case("y_ts_integral_float", "ts 1700000000.0, a float64 with an integral value: a float to vLLM, whatever a decoder's numbers are")
+def _():
+    return _batch(ts=1700000000.0)
+
+
 @_case("y_batch_without_rank", "a two-element batch [ts, events]: vLLM fills data_parallel_rank with None (array_like tail default)")
 def _():
     return _frame(1.5, [])
@@ -211,6 +216,11 @@ def _():
 @_case("n_block_size_bool", "block_size true: a bool is not an int to msgspec", reason="Expected `int`, got `bool`")
 def _():
     return _frame(1.5, [_event(block_size=True)])
+
+
+@_case("n_block_size_float", "block_size 16.0, a float64 where int is declared: msgspec refuses it", reason="Expected `int`, got `float`")
+def _():
+    return _frame(1.5, [_event(block_size=16.0)])
 
 
 @_case("n_block_hash_float", "a block hash 1.0: neither int nor bytes", reason="Expected `int | bytes`, got `float`")
