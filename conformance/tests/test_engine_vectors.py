@@ -185,3 +185,27 @@ def test_encode_value_frames_are_read_by_the_reference_when_one_is_given():
     assert status == 1, out
     assert "FAIL kv-events/y_block_stored_int_hashes.json [KVEventBatch] encode-misread" in out, out
     assert "encode_value frames read by the reference kv-events-mirror (broken: misspelled-tag)" in out, out
+
+
+def test_vectors_check_names_a_missing_a_stray_and_another_releases_engine_file(tmp_path, monkeypatch):
+    import dataclasses
+
+    import conformance.engines as engines
+    from conformance.vectors.engine_build import check_engine
+
+    target = tmp_path / "vectors"
+    shutil.copytree(DIRECTORY, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    (target / "kv-events" / "n_empty_frame.json").unlink()
+    stray = target / "kv-events" / "y_block_removed.json"
+    (target / "kv-events" / "y_stray.json").write_text(stray.read_text().replace('"y_block_removed"', '"y_stray"'))
+    other = target / "engine-core" / "y_outputs_empty.json"
+    other.write_text(other.read_text().replace('"release": "0.34.0"', '"release": "0.33.0"'))
+    patched = dataclasses.replace(VLLM, value_vectors=dataclasses.replace(VLLM.value_vectors, directory=str(target)))
+    monkeypatch.setattr(engines, "find_engine", lambda spec=None: patched)
+    problems, skip, count = check_engine("vllm")
+    assert count == len(VECTORS)
+    assert problems == [
+        "engine-core/y_outputs_empty.json: written for vllm 0.33.0, not vllm 0.34.0",
+        "kv-events/n_empty_frame.json: missing",
+        "kv-events/y_stray.json: no case generates it (stale file)",
+    ], problems

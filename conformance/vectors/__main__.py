@@ -112,7 +112,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if problems:
         for line in problems:
             print(line)
-        print(f"{len(problems)} vector file(s) stale: run `python -m conformance.vectors generate [--engine NAME]` and review the diff")
+        print(f"{len(problems)} vector file(s) stale: run `python -m conformance.vectors generate` (with `--engine NAME` for an engine's) and review the diff")
         return 1
     print(f"{counted} vector files up to date")
     return 0
