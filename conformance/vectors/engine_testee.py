@@ -227,7 +227,7 @@ def run_testee(
     by_file = {v.file: v for v in vectors}
     for o in unexpected:
         v = by_file[o.vector]
-        print(f"FAIL {o.vector} [{v.type}] {o.outcome}: {OUTCOMES[o.outcome]}", file=out)
+        print(f"FAIL {o.vector} [{v.type}] {o.outcome} (testee {testee.name}): {OUTCOMES[o.outcome]}", file=out)
         print(f"  vector: {v.description}", file=out)
         print(f"  frames: {_bounded(' '.join(f.hex() for f in v.frames), 160)}", file=out)
         for line in o.details:
