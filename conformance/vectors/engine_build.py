@@ -15,9 +15,11 @@ value. Nothing is written that the engine's codec does not agree with:
 * ``n_``: the engine refuses it, with ``reject_reason`` in its message.
 * ``i_``: ``expected`` records what the engine does (its value, or null: refused).
 
-Generating needs the engine importable, at the declared release::
+Generating needs the engine importable, at the declared release (for vLLM,
+a Python with vLLM 0.34.0: ``tox -e rust-consumer``'s, or the release
+history's cached environment, ``python -m conformance.releases envs``)::
 
-    ~/.cache/.../vllm-0.34.0/bin/python -m conformance.vectors generate --engine vllm
+    python -m conformance.vectors generate --engine vllm
 
 Checking the files' format does not; :func:`check_engine` says why it did not
 regenerate when it cannot.
