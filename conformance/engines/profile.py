@@ -15,6 +15,7 @@ __all__ = [
     "Engine",
     "MessageFamily",
     "Release",
+    "ValueVectors",
     "ENGINES",
     "ENGINE_ENV",
     "DEFAULT_ENGINE",
@@ -129,6 +130,24 @@ class Release:
 
 
 @dataclass(frozen=True)
+class ValueVectors:
+    """Where an engine keeps its engine-neutral golden vectors (:mod:`conformance.vectors.engine_format`), and what writes them.
+
+    ``directory`` holds one folder per message family, each with ``y_``,
+    ``n_`` and ``i_`` files; they are read without the engine installed.
+    ``cases`` is the module (``"pkg.mod"``) whose ``CASES`` list
+    (:class:`conformance.vectors.engine_build.ValueCase`) generates them; it
+    may import the engine only inside each case's ``build``. ``release`` is
+    the engine release the files were generated with: regenerating them
+    with another is refused (the files state what that release does).
+    """
+
+    directory: str
+    cases: str
+    release: str
+
+
+@dataclass(frozen=True)
 class Engine:
     """One engine's IPC wire as the suite sees it.
 
@@ -195,6 +214,11 @@ class Engine:
     snapshots_dir
         Where the release history keeps the engine's schema snapshots
         (``<name>-<version>.json``), checked in; ``None``: none kept.
+    value_vectors
+        The engine's engine-neutral golden vectors (:class:`ValueVectors`),
+        checked by ``python -m conformance.vectors check`` and sent to any
+        testee by ``python -m conformance.vectors test --engine NAME``;
+        ``None``: none.
     """
 
     name: str
@@ -216,6 +240,7 @@ class Engine:
     families: Sequence[MessageFamily] = ()
     releases: Sequence[Release] = ()
     snapshots_dir: Optional[str] = None
+    value_vectors: Optional[ValueVectors] = None
 
     @functools.cached_property
     def types(self) -> Mapping[str, type]:

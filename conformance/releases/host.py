@@ -50,9 +50,19 @@ class _Failure(Exception):
 
 
 def neutral(obj: Any) -> Any:
-    """The engine-neutral form of a message: plain values; a struct, dataclass or NamedTuple as a map of its wire field names (whatever its form on the wire); sets sorted."""
+    """The engine-neutral form of a message: plain values; a struct, dataclass or NamedTuple as a map of its wire field names (whatever its form on the wire); sets sorted.
+
+    A tagged struct's map holds its tag first (``{"type": "BlockStored", ...}``,
+    under the struct's ``tag_field``), so a message read as another variant of
+    a union differs. A tensor or numpy array is ``{"__tensor__": {"dtype",
+    "shape", "data"}}`` / ``{"__ndarray__": ...}``: its dtype name (``"float32"``;
+    an ndarray's ``dtype.str``), its shape, and its C-contiguous bytes as they
+    sit in a little-endian machine's memory.
+    """
     if isinstance(obj, msgspec.Struct):
-        return {f.encode_name: neutral(getattr(obj, f.name)) for f in msgspec.structs.fields(obj)}
+        config = obj.__struct_config__
+        tag = {config.tag_field: config.tag} if config.tag is not None and config.tag_field is not None else {}
+        return {**tag, **{f.encode_name: neutral(getattr(obj, f.name)) for f in msgspec.structs.fields(obj)}}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: neutral(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
@@ -69,8 +79,25 @@ def neutral(obj: Any) -> Any:
         return bytes(obj)
     if obj is None or isinstance(obj, (bool, int, float, str, bytes)):
         return obj
-    # A value with no plain form (a tensor inside a message): its type and repr, so a change still shows.
+    array = _array(obj)
+    if array is not None:
+        return array
+    # A value with no plain form: its type and repr, so a change still shows.
     return {"__opaque__": f"{type(obj).__module__}.{type(obj).__qualname__}", "repr": repr(obj)[:200]}
+
+
+def _array(obj: Any) -> Optional[Dict[str, Any]]:
+    """A torch tensor's or numpy array's neutral form, or None for anything else (neither library is imported here)."""
+    module = type(obj).__module__.split(".")[0]
+    if module == "torch" and hasattr(obj, "dtype") and hasattr(obj, "shape"):
+        import torch
+
+        flat = obj.detach().to("cpu").contiguous()
+        data = flat.reshape(-1).view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+        return {"__tensor__": {"dtype": str(obj.dtype).removeprefix("torch."), "shape": list(obj.shape), "data": data}}
+    if module == "numpy" and hasattr(obj, "dtype") and hasattr(obj, "tobytes") and hasattr(obj, "shape"):
+        return {"__ndarray__": {"dtype": obj.dtype.str, "shape": list(obj.shape), "data": obj.tobytes(order="C")}}
+    return None
 
 
 class CodecHost:

@@ -17,7 +17,7 @@ drawn, and a message that needs it is "not confirmable" live.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from hypothesis import strategies as st
 
@@ -131,10 +131,18 @@ class _Drawer:
         return st.fixed_dictionaries({**base, **required}, optional=optional)
 
 
-def differences(sent: Any, read: Any, path: str = "$", limit: int = 8) -> List[str]:
-    """Where ``read`` differs from ``sent`` (neutral forms), on the fields both carry: ``$.sampling_params.top_p: sent 0.9, read 0.05``."""
+def differences(sent: Any, read: Any, path: str = "$", limit: int = 8, *, strict: bool = False, words: Tuple[str, str] = ("sent", "read")) -> List[str]:
+    """Where ``read`` differs from ``sent`` (neutral forms): ``$.sampling_params.top_p: sent 0.9, read 0.05``.
+
+    By default only on the fields both carry, and an int equals a float of the
+    same value (two releases' schemas may differ). ``strict``: a key present
+    on one side only differs (``$.medium: sent 'GPU', read absent``), an int
+    differs from a float (``1`` is not ``1.0``) and ``0.0`` from ``-0.0``: the
+    comparison of a decoder's answer with a golden vector. ``words`` name the
+    two sides in the lines (``("expected", "got")``). At most ``limit`` lines.
+    """
     found: List[str] = []
-    _diff(sent, read, path, found, limit)
+    _diff(sent, read, path, found, limit, strict, words)
     return found
 
 
@@ -143,30 +151,44 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _diff(a: Any, b: Any, path: str, found: List[str], limit: int) -> None:
+def _step(path: str, key: Any) -> str:
+    return f"{path}.{key}" if isinstance(key, str) and key.isidentifier() else f"{path}[{key!r}]"
+
+
+def _diff(a: Any, b: Any, path: str, found: List[str], limit: int, strict: bool, words: Tuple[str, str]) -> None:
     if len(found) >= limit:
         return
+    left, right = words
     if isinstance(a, dict) and isinstance(b, dict):
         for key in a:
             if key in b:
-                _diff(a[key], b[key], f"{path}.{key}" if isinstance(key, str) and key.isidentifier() else f"{path}[{key!r}]", found, limit)
+                _diff(a[key], b[key], _step(path, key), found, limit, strict, words)
+            elif strict and len(found) < limit:
+                found.append(f"{_step(path, key)}: {left} {_short(a[key])}, {right} absent")
+        if strict:
+            for key in b:
+                if key not in a and len(found) < limit:
+                    found.append(f"{_step(path, key)}: {left} absent, {right} {_short(b[key])}")
         return
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
-            found.append(f"{path}: sent {len(a)} item(s), read {len(b)}")
+            found.append(f"{path}: {left} {len(a)} item(s), {right} {len(b)}")
             return
         for i, (x, y) in enumerate(zip(a, b)):
-            _diff(x, y, f"{path}[{i}]", found, limit)
+            _diff(x, y, f"{path}[{i}]", found, limit, strict, words)
         return
-    if _same(a, b):
+    if _same(a, b, strict):
         return
-    found.append(f"{path}: sent {_short(a)}, read {_short(b)}")
+    found.append(f"{path}: {left} {_short(a)}, {right} {_short(b)}")
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: Any, b: Any, strict: bool = False) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and (not strict or math.copysign(1.0, a) == math.copysign(1.0, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and type(a) is not type(b):
+        return not strict and a == b
     return type(a) is type(b) and a == b
-

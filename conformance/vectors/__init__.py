@@ -6,6 +6,14 @@
 * :mod:`.cases`: the cases, one module per area;
 * :mod:`.build`: ``generate``/``check`` behind ``python -m conformance.vectors``.
 
+Any engine's own vectors (``Engine.value_vectors``), compared as the engine-neutral
+values of ``conformance/PROTOCOL.md`` §9:
+
+* :mod:`.engine_format`: their files (a folder per message family) and reading them;
+* :mod:`.plain_json`: plain values (bytes, NaN, non-str keys) in JSON and back;
+* :mod:`.engine_build`: ``ValueCase``, generating and checking them with the engine's codec;
+* :mod:`.engine_testee`: ``python -m conformance.vectors test``, any §9 testee against them.
+
 This package re-exports the names of both. Those of :mod:`.format` are imported with the
 package; those of :mod:`.build` on first use, because building imports the reference
 codec's machinery and the fuzz findings, which reading the files does not need.

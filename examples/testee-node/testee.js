@@ -9,18 +9,30 @@
 // known-failures.txt, one line per golden vector with the reason.
 //
 // Run: npm ci && python -m conformance --testee "node examples/testee-node/testee.js" -k golden
-import { decode, encode } from "@msgpack/msgpack";
+//
+// It also answers the engine-neutral operations (PROTOCOL.md §9) for vLLM's KV events
+// (vllm-kv-events.js), checked against vLLM's golden vectors:
+//   python -m conformance.vectors test --engine vllm --family kv-events --testee "node examples/testee-node/testee.js" \
+//       --failure-list examples/testee-node/known-failures-vllm-kv-events.txt
+import { decode, encode, Encoder } from "@msgpack/msgpack";
+import { Failure, Float64, KV_EVENT_BATCH, decodeValue, encodeValue } from "./vllm-kv-events.js";
 
 const PROTOCOL_VERSION = 1;
 const MAX_MESSAGE = 256 * 1024 * 1024;
 const NAME = "node-msgpack-testee";
 
-class Failure extends Error {
-  constructor(kind, message) {
-    super(message);
-    this.kind = kind;
+// Writes a Float64 as msgpack float64 even when it is integral (encodeObject and
+// encodeNumberAsFloat are the library's own methods, not its documented API).
+class AnswerEncoder extends Encoder {
+  encodeObject(object, depth) {
+    if (object instanceof Float64) {
+      this.encodeNumberAsFloat(object.value);
+    } else {
+      super.encodeObject(object, depth);
+    }
   }
 }
+const answerEncoder = new AnswerEncoder({ useBigInt64: true });
 
 // Our own wire is the reference wire (we pass msgpack through), so "our"
 // decoder and the canonical one are the same generic decoder.
@@ -57,7 +69,13 @@ function handle(request) {
       throw new Failure("unsupported", "request frames must be an array of bin");
     }
     if (op === "hello") {
-      return { id, ok: true, name: NAME, wire_compatible: true, out_of_band: false, protocol: PROTOCOL_VERSION };
+      return { id, ok: true, name: NAME, wire_compatible: true, out_of_band: false, protocol: PROTOCOL_VERSION, messages: [KV_EVENT_BATCH] };
+    }
+    if (op === "decode_value" || op === "encode_value") {
+      if (request.type !== KV_EVENT_BATCH) {
+        throw new Failure("unsupported", `no message type ${JSON.stringify(String(request.type)).slice(0, 60)}: this testee knows ${KV_EVENT_BATCH} only`);
+      }
+      return { id, ok: true, ...(op === "decode_value" ? decodeValue(frames) : encodeValue(request.value)) };
     }
     let out;
     if (op === "encode") {
@@ -89,7 +107,7 @@ function parseCanonical(frames) {
 // --- framing: u32 big-endian length, then one msgpack map --------------------
 
 function writeMessage(body) {
-  let bytes = encode(body, { useBigInt64: true });
+  let bytes = answerEncoder.encode(body);
   if (bytes.length > MAX_MESSAGE) {
     bytes = encode({ id: body.id, ok: false, error_kind: "internal_error", message: "answer too large for the protocol" });
   }

@@ -31,7 +31,7 @@ import importlib
 import os
 from typing import Any, Callable, Dict, Mapping
 
-from conformance.engines.profile import Engine
+from conformance.engines.profile import Engine, ValueVectors
 
 from .families import FAMILIES
 from .releases import RELEASES
@@ -92,4 +92,5 @@ ENGINE = Engine(
     snapshots_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
     package="vllm",
     releases=RELEASES,
+    value_vectors=ValueVectors(directory=os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors"), cases="conformance.engines.vllm.vectors", release="0.34.0"),
 )
