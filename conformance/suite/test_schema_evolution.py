@@ -1,7 +1,12 @@
-"""Property 5: positional schemas evolve only at the tail, and the codec honours that.
+"""Property 5: positional schemas evolve only at the tail, map schemas anywhere, and the codec honours that.
 
 * a message from an older sender, missing trailing fields, decodes with their defaults;
 * a message from a newer sender, with extra trailing fields, decodes by the older schema;
+* a map-encoded message (a struct with field names on the wire, a
+  dataclass) from an older sender, missing any of its defaulted fields,
+  decodes with their defaults; from a newer sender, with keys the receiver
+  does not know, decodes ignoring them: what vLLM's connectors reason about
+  by hand ("a P that predates this field always gets it");
 * the same for every positional struct nested in a message (``SamplingParams``
   inside ``TokenizedGenerateReqInput``, the requests of a batch): each may
   come from another version than the message around it;
@@ -11,11 +16,12 @@
 
 Old and new senders' bytes are the engine's wire reference's, edited; an
 engine without one (``Engine.wire_reference``) has none of the first three.
-Only positional (array-like) messages are checked at the top level: a map
-message carries its field names and evolves anywhere.
+Map messages are checked at the top level.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import msgspec
 import pytest
@@ -55,6 +61,25 @@ def _offset(cls) -> int:
 
 POSITIONAL = [tag for tag in MESSAGE_TAGS if _positional(MESSAGE_TYPES[tag])]
 EVOLVABLE = [tag for tag in POSITIONAL if _trailing_defaulted(MESSAGE_TYPES[tag])]
+
+
+def _map_encoded(cls) -> bool:
+    info = type_info(cls)
+    if isinstance(info, mi.StructType):
+        return not info.array_like and not is_pickle_carrier(cls)
+    return isinstance(info, mi.DataclassType)
+
+
+def _defaulted(cls) -> list:
+    return [f for f in mi.type_info(cls).fields if not f.required]
+
+
+MAPPED = [tag for tag in MESSAGE_TAGS if _map_encoded(MESSAGE_TYPES[tag])]
+MAP_EVOLVABLE = [tag for tag in MAPPED if _defaulted(MESSAGE_TYPES[tag])]
+
+#: What a newer sender adds: values of any plain kind.
+_EXTRA_VALUE = st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.lists(st.booleans(), max_size=2))
+_EXTRA = st.lists(_EXTRA_VALUE, min_size=1, max_size=3)
 
 
 @pytest.fixture(autouse=True)
@@ -121,6 +146,49 @@ def test_message_from_a_newer_schema_decodes_ignoring_extra_fields(codec, tag, d
     check_equivalent(msg, _decode_evolved(codec, [new_body, *rest], what, msg), codec=codec.name, what=f"{what} decodes wrongly", msg=msg)
 
 
+def _replace(msg, changes):
+    if isinstance(msg, msgspec.Struct):
+        return msgspec.structs.replace(msg, **changes)
+    return dataclasses.replace(msg, **changes)
+
+
+@pytest.mark.parametrize("tag", MAP_EVOLVABLE)
+@given(data=st.data())
+def test_map_message_from_an_older_schema_decodes_with_defaults_for_the_keys_it_lacks(codec, tag, data):
+    cls = MESSAGE_TYPES[tag]
+    msg = draw_message(data, tag, codec)
+    body, rest = _reference_frames(msg)
+    if not isinstance(body, dict):
+        pytest.skip(f"{tag}: the wire reference does not write it as a map")
+    present = [f for f in _defaulted(cls) if f.encode_name in body]
+    if not present:
+        event("every defaulted field already omitted by the sender")
+    lacks = data.draw(st.lists(st.sampled_from(present), unique_by=lambda f: f.name, max_size=len(present)), label="defaulted fields the old sender lacks") if present else []
+    gone = {f.encode_name for f in lacks}
+    old_body = msgspec.msgpack.encode({k: v for k, v in body.items() if k not in gone})
+    expected = held_or_reject(codec, _replace(msg, {f.name: _default(f) for f in lacks})) if lacks else msg
+    what = f"an old sender's map message (without {', '.join(sorted(gone)) or 'nothing'})"
+    check_equivalent(expected, _decode_evolved(codec, [old_body, *rest], what, msg), codec=codec.name, what=f"{what} decodes wrongly", msg=msg)
+
+
+@pytest.mark.parametrize("tag", MAPPED)
+@given(data=st.data())
+def test_map_message_from_a_newer_schema_decodes_ignoring_keys_it_does_not_know(codec, tag, data):
+    msg = draw_message(data, tag, codec)
+    body, rest = _reference_frames(msg)
+    if not isinstance(body, dict):
+        pytest.skip(f"{tag}: the wire reference does not write it as a map")
+    known = {f.encode_name for f in mi.type_info(MESSAGE_TYPES[tag]).fields} | set(body)
+    extra = data.draw(
+        st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k not in known), _EXTRA_VALUE, min_size=1, max_size=3),
+        label="keys a newer sender adds",
+    )
+    first = data.draw(st.booleans(), label="new keys first")
+    new_body = msgspec.msgpack.encode({**extra, **body} if first else {**body, **extra})
+    what = f"a newer sender's map message (extra keys {sorted(extra)})"
+    check_equivalent(msg, _decode_evolved(codec, [new_body, *rest], what, msg), codec=codec.name, what=f"{what} decodes wrongly", msg=msg)
+
+
 # --- nested positional structs ------------------------------------------------------
 
 
@@ -169,8 +237,6 @@ def _evolve(value, item, data, older: bool):
         return [p[0] for p in pairs], [p[1] for p in pairs]
     return item, value
 
-
-_EXTRA = st.lists(st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.lists(st.booleans(), max_size=2)), min_size=1, max_size=3)
 
 
 def _evolved_nested(codec, tag, data, older: bool):

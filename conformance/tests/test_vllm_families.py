@@ -68,6 +68,19 @@ def test_each_family_round_trips_through_vllm_s_own_codec_for_it():
         codec.decode([msgspec.msgpack.encode(heartbeat)] * 2, MooncakeLeaseHeartbeat)
 
 
+def _broken_run(tmp_path, codec: str, selection: str):
+    """The suite's verdict on a codec of engine_fixtures/vllm_broken.py: the run, and each test's outcome by its id within the file."""
+    report = tmp_path / "broken.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (FIXTURES, ROOT, os.environ.get("PYTHONPATH", "")) if p))
+    env.pop("IPC_CONFORMANCE_ENGINE", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance", "--engine", "vllm", "--codec", f"vllm_broken:{codec}", "-k", selection, "--report", str(report), "-p", "no:xdist", "-q"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=900,
+    )
+    assert result.returncode == 1, result.stdout[-3000:]
+    return result, {name.split("::")[-1]: test["outcome"] for name, test in json.loads(report.read_text())["tests"].items()}
+
+
 def test_a_break_in_any_family_is_caught_by_the_round_trip_with_its_type_and_path(tmp_path):
     """vllm_broken.EveryFamilyBroken breaks one thing per message type beyond the engine core; each type's round trip fails, the engine core's pass."""
     sys.path.insert(0, FIXTURES)
@@ -75,18 +88,27 @@ def test_a_break_in_any_family_is_caught_by_the_round_trip_with_its_type_and_pat
         from vllm_broken import BREAKS
     finally:
         sys.path.remove(FIXTURES)
-    report = tmp_path / "broken.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (FIXTURES, ROOT, os.environ.get("PYTHONPATH", "")) if p))
-    env.pop("IPC_CONFORMANCE_ENGINE", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "conformance", "--engine", "vllm", "--codec", "vllm_broken:EveryFamilyBroken", "-k", "test_decode_of_encode",
-         "--report", str(report), "-p", "no:xdist", "-q"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=900,
-    )
-    assert result.returncode == 1, result.stdout[-3000:]
-    outcomes = {name.rsplit("[", 1)[-1].rstrip("]"): test["outcome"] for name, test in json.loads(report.read_text())["tests"].items()}
+    result, by_test = _broken_run(tmp_path, "EveryFamilyBroken", "test_decode_of_encode")
+    outcomes = {name.rsplit("[", 1)[-1].rstrip("]"): outcome for name, outcome in by_test.items()}
     assert {t for t, o in outcomes.items() if o == "failed"} == set(BREAKS), outcomes
     assert all(outcomes[t] == "passed" for t in FAMILIES["engine-core"])
     # The silent one (a renamed field is skipped): found as a difference, with its path.
     assert "differs from m" in result.stdout and "$.lease_transfer_ids" in result.stdout
     assert "Expected `bool`, got `int` - at `$.success`" in result.stdout
+
+
+def test_a_port_that_refuses_unknown_keys_fails_the_newer_sender_property_for_every_map_message(tmp_path):
+    """A serde port with deny_unknown_fields: every map message from a newer sender is refused, and only that property fails."""
+    result, outcomes = _broken_run(tmp_path, "DeniesUnknownKeys", "map_message")
+    failed = {name for name, outcome in outcomes.items() if outcome == "failed"}
+    newer = {name for name in outcomes if name.startswith("test_map_message_from_a_newer_schema")}
+    assert failed == newer and {"test_map_message_from_a_newer_schema_decodes_ignoring_keys_it_does_not_know[MooncakeXferResponse]"} <= failed, outcomes
+    assert "is refused" in result.stdout and "unknown field" in result.stdout
+
+
+def test_a_port_that_does_not_fill_declared_defaults_fails_the_older_sender_property(tmp_path):
+    """MooncakeXferMetadata.remote_pp_size defaults to 1: a peer that predates it must be read as 1, not 0 (what the connector's comments assume)."""
+    result, outcomes = _broken_run(tmp_path, "DefaultsNotFilled", "map_message")
+    assert outcomes["test_map_message_from_an_older_schema_decodes_with_defaults_for_the_keys_it_lacks[MooncakeXferMetadata]"] == "failed", outcomes
+    assert outcomes["test_map_message_from_an_older_schema_decodes_with_defaults_for_the_keys_it_lacks[MooncakeLeaseHeartbeat]"] == "passed", outcomes
+    assert "$.remote_pp_size" in result.stdout

@@ -84,3 +84,38 @@ class EveryFamilyBroken(VllmCodec):
             return frames
         body = msgspec.msgpack.decode(bytes(frames[0]))
         return [msgspec.msgpack.encode(change(body)), *frames[1:]]
+
+
+class DeniesUnknownKeys(VllmCodec):
+    """:class:`VllmCodec` reading map messages as a serde port with ``deny_unknown_fields`` does: a key it does not know is refused."""
+
+    name = "vllm-denies-unknown-keys"
+
+    def decode(self, frames, msg_type: type) -> Any:
+        body = msgspec.msgpack.decode(bytes(frames[0])) if frames else None
+        if isinstance(body, dict):
+            info = msgspec.inspect.type_info(msg_type)
+            known = {f.encode_name for f in info.fields} | {getattr(info, "tag_field", None)}
+            unknown = sorted(set(body) - known)
+            if unknown:
+                raise msgspec.ValidationError(f"unknown field {unknown[0]!r}")
+        return super().decode(frames, msg_type)
+
+
+class DefaultsNotFilled(VllmCodec):
+    """:class:`VllmCodec` whose decoder leaves a field the sender did not send at the type's zero value, not the declared default (a hand-written port's ``Default``)."""
+
+    name = "vllm-defaults-not-filled"
+
+    _ZERO = {int: 0, str: "", bool: False, float: 0.0}
+
+    def decode(self, frames, msg_type: type) -> Any:
+        obj = super().decode(frames, msg_type)
+        body = msgspec.msgpack.decode(bytes(frames[0])) if frames else None
+        if not isinstance(body, dict) or not isinstance(obj, msgspec.Struct):
+            return obj
+        changes = {}
+        for field in msgspec.structs.fields(obj):
+            if field.encode_name not in body and type(field.default) in self._ZERO and field.default != self._ZERO[type(field.default)]:
+                changes[field.name] = self._ZERO[type(field.default)]
+        return msgspec.structs.replace(obj, **changes) if changes else obj
