@@ -97,6 +97,12 @@ class MessageFamily:
         ``msgspec.msgpack`` encoder and a decoder of ``cls``, which is what a
         family published for other programs (KV events) is written and read
         with.
+    channels
+        Sockets on which several of the family's types arrive untagged, by
+        name: the types in the order the receiver tries them (Mooncake's
+        prefill side channel: a lease heartbeat first, then a pull). The
+        suite checks that a later type's message is never read as an earlier
+        one (:mod:`conformance.suite.test_shared_channels`).
     """
 
     name: str
@@ -105,6 +111,7 @@ class MessageFamily:
     framing: str = "tagged"
     ext_types: Callable[[], Mapping[int, str]] = _no_ext_types
     codec: Optional[Callable[[], Any]] = None
+    channels: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
 
     def new_codec(self, roots: Optional[Mapping[str, type]] = None) -> Any:
         """A new instance of the family's codec: its own, or a :class:`~conformance.engines.plain_codec.PlainCodec` (for a tagged family, decoding any of ``roots`` by its tag)."""

@@ -156,3 +156,13 @@ def test_vllm_validated_classes_are_drawn_within_their_ranges_so_almost_no_draw_
         draw()
         refused[cls.__name__] = profile.REFUSED.pop(cls, 0)
     assert max(refused.values()) <= 5, sorted(refused.items())
+
+
+def test_a_shared_side_channel_passes_when_a_pull_cannot_read_as_a_heartbeat_and_fails_when_it_can():
+    path = os.pathsep.join([THIRD_ENGINE, os.path.join(ROOT, "conformance", "tests", "engine_fixtures")])
+    good = _suite("--engine", "side_channel_engine:ENGINE", "--codec", "msgspec", "-k", "shared_socket", extra_path=path)
+    assert good.returncode == 0 and "1 successes" in good.stdout.rstrip().splitlines()[-1], good.stdout[-3000:]
+    bad = _suite("--engine", "side_channel_engine:CLASHING_ENGINE", "--codec", "msgspec", "-k", "shared_socket", extra_path=path)
+    assert bad.returncode == 1, bad.stdout[-3000:]
+    assert "on the side channel, a ClashingPull is read as a LeaseHeartbeat that is not empty" in bad.stdout
+    assert "$.lease_transfer_ids" in bad.stdout

@@ -172,6 +172,10 @@ FAMILIES = (
         description="Mooncake KV connector's side channel: transfer metadata, responses, lease heartbeats",
         roots=_connector("mooncake.mooncake_connector"),
         framing="typed",
+        # The prefill side's socket: a frame is tried as a heartbeat first and
+        # is a pull when it has no transfer ids ("a pull decodes as a heartbeat
+        # with no transfer ids, because msgspec skips the fields it does not know").
+        channels={"prefill side channel": ("MooncakeLeaseHeartbeat", "MooncakeXferMetadata")},
     ),
     MessageFamily(
         name="moriio",
