@@ -24,7 +24,8 @@ from typing import Any, List, Optional, Union
 
 import msgspec
 
-from conformance.releases.host import CodecHost, PlainCodec
+from conformance.engines.plain_codec import PlainCodec
+from conformance.releases.host import CodecHost
 from conformance.testee.reference_testee import serve
 
 ExternalBlockHash = Union[bytes, int]

@@ -48,10 +48,15 @@ def test_every_vllm_vector_names_its_engine_release_family_and_message_type():
     for vector in VECTORS:
         assert (vector.engine, vector.release) == ("vllm", VLLM.value_vectors.release), vector.file
         assert vector.family in families and vector.file.startswith(vector.family + "/"), vector.file
-        allowed = {"kv-events": {"KVEventBatch"}, "engine-core": {"EngineCoreRequest", "EngineCoreOutputs", "UtilityOutput"}}
+        allowed = {
+            "kv-events": {"KVEventBatch"},
+            "engine-core": {"EngineCoreRequest", "EngineCoreOutputs", "UtilityOutput"},
+            "handshake": {"EngineCoreReadyResponse", "EngineHandshakeMetadata"},
+            "mooncake": {"MooncakeXferMetadata", "MooncakeLeaseHeartbeat", "MooncakeXferResponse"},
+        }
         assert vector.type in allowed[vector.family], vector.file
     kinds = {(v.family, v.kind) for v in VECTORS}
-    assert kinds == {(f, k) for f in ("kv-events", "engine-core") for k in "yni"}, kinds
+    assert kinds == {(f, k) for f in ("kv-events", "engine-core", "handshake", "mooncake") for k in "yni"}, kinds
 
 
 def test_kv_event_vectors_cover_hash_kinds_integer_edges_rank_and_the_refused_forms():
