@@ -21,8 +21,8 @@
   meaning or enum leaks in (an empty semantic registry).
 * **Codecs**: ``vllm`` (:class:`conformance.engines.vllm.codec.VllmCodec`, also the
   wire reference) and ``pickle`` (what vLLM's sockets carried before msgpack).
-* **No golden vectors yet**: the vectors' neutral form is the reference
-  schema's.
+* **Golden vectors**: engine-neutral ones (``vectors/``: KV events, engine
+  core, handshake, Mooncake), for a port in any language.
 """
 
 from __future__ import annotations
