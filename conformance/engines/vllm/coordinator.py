@@ -31,7 +31,10 @@ from typing import Any, Dict, List, Literal, NamedTuple, Optional, Union
 
 import msgspec
 
-__all__ = ["CoordinatorStats", "StartDpWave", "ScaleElasticEp", "MESSAGES", "UnpackingCodec"]
+__all__ = ["CoordinatorStats", "StartDpWave", "ScaleElasticEp", "MESSAGES", "READ_FROM", "UnpackingCodec"]
+
+#: The release whose source the shapes were read from: the family resolves only there.
+READ_FROM = "0.34.0"
 
 
 class CoordinatorStats(NamedTuple):

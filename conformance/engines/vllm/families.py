@@ -80,9 +80,15 @@ def _handshake() -> Mapping[str, type]:
 
 
 def _dp_coordinator() -> Mapping[str, type]:
-    importlib.import_module("vllm.v1.engine.coordinator")  # absent before the release that has a coordinator
-    from .coordinator import MESSAGES
+    from conformance.schema_diff.snapshot import installed_version
 
+    from .coordinator import MESSAGES, READ_FROM
+
+    importlib.import_module("vllm.v1.engine.coordinator")
+    found = installed_version("vllm")
+    if found != READ_FROM:
+        # The shapes are declared, not found: another release's snapshot would record 0.34.0's and hide a change.
+        raise ImportError(f"the coordinator's tuples have no class in vLLM; their shapes are declared as read from vLLM {READ_FROM}'s source, and this is {found}")
     return MESSAGES
 
 

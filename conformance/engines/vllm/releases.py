@@ -20,6 +20,11 @@ the release's metadata accepts.
 * 0.24.0 to 0.29.0: the same tool server without ``fastapi``.
 * 0.23.0: also ``gguf`` (``vllm.transformers_utils.gguf_utils``).
 
+The connectors' modules (the ``mooncake``, ``moriio`` and ``nixl`` families)
+import ``uvicorn`` and ``fastapi``, ``msgpack`` and ``einops``
+(``constraints/vllm-nodeps.txt``): in every release's pins, so a family a
+release has is never recorded as absent for a missing package.
+
 transformers 5.25.0 (0.34.0's pin, above the ``<5.23`` vLLM declares) imports
 every one of them; msgspec is 0.23.0 throughout.
 """
@@ -50,6 +55,8 @@ PINS_0_34: Tuple[str, ...] = (
     "charset-normalizer==3.5.3",
     "click==8.5.1",
     "cloudpickle==3.1.3",
+    "einops==0.8.2",
+    "fastapi==0.136.3",
     "filelock==4.3.2",
     "frozenlist==1.8.0",
     "fsspec==2026.9.0",
@@ -66,6 +73,7 @@ PINS_0_34: Tuple[str, ...] = (
     "MarkupSafe==3.0.4",
     "mdurl==0.1.2",
     "mpmath==1.3.0",
+    "msgpack==1.2.4",
     "msgspec==0.23.0",
     "multidict==7.2.1",
     "networkx==3.6.1",
@@ -88,6 +96,7 @@ PINS_0_34: Tuple[str, ...] = (
     "rich==15.0.0",
     "safetensors==0.8.0",
     "shellingham==1.5.4",
+    "starlette==1.10.0",
     "sympy==1.14.0",
     "tokenizers==0.23.3",
     "tomlkit==0.15.3",
@@ -99,6 +108,7 @@ PINS_0_34: Tuple[str, ...] = (
     "typing-inspection==0.4.5",
     "typing_extensions==4.16.0",
     "urllib3==2.8.0",
+    "uvicorn==0.55.0",
     "uvloop==0.23.0",
     "xgrammar==0.2.8",
     "yarl==1.25.1",
@@ -107,12 +117,10 @@ PINS_0_34: Tuple[str, ...] = (
 #: 0.30.0 to 0.33.0.
 PINS_0_30: Tuple[str, ...] = with_pins(
     PINS_0_34,
-    "fastapi==0.136.3",
     "openai==3.63.0",
     "openai-harmony==0.0.8",
     "partial-json-parser==0.2.1.1.post7",
     "sniffio==1.3.1",
-    "starlette==1.10.0",
 )
 
 #: 0.24.0 to 0.29.0.
