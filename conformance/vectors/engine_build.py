@@ -40,7 +40,7 @@ from .engine_format import ENGINE_FIELDS, engine_vector_files, load_engine_vecto
 from .format import check_description
 from .plain_json import to_json
 
-__all__ = ["Frames", "ValueCase", "engine_cases", "engine_expected_files", "generate_engine", "check_engine", "regeneration_skip_reason"]
+__all__ = ["Frames", "ValueCase", "case_registrar", "engine_cases", "engine_expected_files", "generate_engine", "check_engine", "regeneration_skip_reason"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,19 @@ class ValueCase:
     @property
     def file(self) -> str:
         return f"{self.family}/{self.name}.json"
+
+
+def case_registrar(family: str, cases: List[ValueCase]) -> Callable[..., Callable[[Callable[[], Any]], Callable[[], Any]]]:
+    """For a cases module: ``case(name, type_name, description, reason=None)``, a decorator that appends the ``ValueCase`` its function builds to ``cases``."""
+
+    def case(name: str, type_name: str, description: str, reason: Optional[str] = None) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+        def register(build: Callable[[], Any]) -> Callable[[], Any]:
+            cases.append(ValueCase(name, family, type_name, description, build, reason))
+            return build
+
+        return register
+
+    return case
 
 
 def engine_cases(module: str) -> List[ValueCase]:

@@ -40,12 +40,11 @@ This module only reads; :mod:`conformance.vectors.engine_build` writes.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .format import check_description
+from .format import parse_record
 from .plain_json import from_json
 
 __all__ = ["ENGINE_FIELDS", "EngineVector", "engine_vector_files", "load_engine_vectors"]
@@ -92,43 +91,19 @@ def engine_vector_files(directory: str) -> Dict[str, str]:
 
 
 def _parse(rel: str, text: str) -> EngineVector:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{rel}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or list(data) != list(ENGINE_FIELDS):
-        raise ValueError(f"{rel}: keys must be exactly {list(ENGINE_FIELDS)} in order")
-    family, filename = rel.split("/")
-    name = data["name"]
-    if not isinstance(name, str) or filename != f"{name}.json" or name[:2] not in ("y_", "n_", "i_"):
-        raise ValueError(f"{rel}: name must be the file name without .json and start with y_, n_ or i_")
+    data, family, raw = parse_record(rel, text, ENGINE_FIELDS)
     if data["family"] != family:
         raise ValueError(f"{rel}: family {data['family']!r} differs from its folder {family!r}")
     for key in ("engine", "release", "type"):
         if not (isinstance(data[key], str) and data[key]):
             raise ValueError(f"{rel}: {key} must be a non-empty string")
-    check_description(rel, data["description"])
-    frames = data["frames"]
-    if not isinstance(frames, list) or not all(isinstance(f, str) and f == f.lower() for f in frames):
-        raise ValueError(f"{rel}: frames must be a list of lowercase hex strings")
-    try:
-        raw = [bytes.fromhex(f) for f in frames]
-    except ValueError:
-        raise ValueError(f"{rel}: a frame is not hex") from None
-    kind, reason, expected, given = name[0], data["reject_reason"], data["expected"], data["input"]
-    if (kind == "n") != isinstance(reason, str) or (reason is not None and not isinstance(reason, str)):
-        raise ValueError(f"{rel}: reject_reason must be a string for n_ vectors and null otherwise")
-    if kind == "y" and expected is None:
-        raise ValueError(f"{rel}: a y_ vector needs an expected value")
-    if kind == "n" and expected is not None:
-        raise ValueError(f"{rel}: an n_ vector's expected must be null")
-    if kind != "y" and given is not None:
+    if data["name"][0] != "y" and data["input"] is not None:
         raise ValueError(f"{rel}: only a y_ vector has an input")
     try:
-        expected, given = from_json(expected), from_json(given)
+        expected, given = from_json(data["expected"]), from_json(data["input"])
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{rel}: expected or input is not a plain_json value: {exc}") from None
-    return EngineVector(rel, name, data["description"], data["engine"], data["release"], family, data["type"], raw, expected, given, reason)
+    return EngineVector(rel, data["name"], data["description"], data["engine"], data["release"], family, data["type"], raw, expected, given, data["reject_reason"])
 
 
 def load_engine_vectors(directory: str, family: Optional[str] = None) -> List[EngineVector]:

@@ -44,6 +44,7 @@ __all__ = [
     "V2_THRESHOLD",
     "DESCRIPTION_LENGTH",
     "check_description",
+    "parse_record",
     "vector_files",
     "GoldenVector",
     "load_vectors",
@@ -106,21 +107,21 @@ class GoldenVector:
         return os.path.basename(self.file)
 
 
-def _parse(rel: str, text: str) -> GoldenVector:
+def parse_record(rel: str, text: str, fields) -> Tuple[Dict[str, Any], str, List[bytes]]:
+    """A vector file's JSON checked for what every vector file shares: exactly ``fields`` in order, a ``y_``/``n_``/``i_`` name that is
+    the file's, a description, hex frames, and a ``reject_reason``/``expected`` that fit the kind. Returns the record, its folder and
+    its frames; ``ValueError`` naming the file and what is wrong."""
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise ValueError(f"{rel}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or list(data) != list(FIELDS):
-        raise ValueError(f"{rel}: keys must be exactly {list(FIELDS)} in order")
-    version, filename = rel.split("/")
+    if not isinstance(data, dict) or list(data) != list(fields):
+        raise ValueError(f"{rel}: keys must be exactly {list(fields)} in order")
+    folder, filename = rel.split("/")
     name = data["name"]
     if not isinstance(name, str) or filename != f"{name}.json" or name[:2] not in ("y_", "n_", "i_"):
         raise ValueError(f"{rel}: name must be the file name without .json and start with y_, n_ or i_")
-    if data["wire"] != version:
-        raise ValueError(f"{rel}: wire {data['wire']!r} differs from its directory {version!r}")
-    description = data["description"]
-    check_description(rel, description)
+    check_description(rel, data["description"])
     frames = data["frames"]
     if not isinstance(frames, list) or not all(isinstance(f, str) and f == f.lower() for f in frames):
         raise ValueError(f"{rel}: frames must be a list of lowercase hex strings")
@@ -135,7 +136,14 @@ def _parse(rel: str, text: str) -> GoldenVector:
         raise ValueError(f"{rel}: a y_ vector needs an expected value")
     if kind == "n" and expected is not None:
         raise ValueError(f"{rel}: an n_ vector's expected must be null")
-    return GoldenVector(rel, name, description, version, raw, expected, reason)
+    return data, folder, raw
+
+
+def _parse(rel: str, text: str) -> GoldenVector:
+    data, version, raw = parse_record(rel, text, FIELDS)
+    if data["wire"] != version:
+        raise ValueError(f"{rel}: wire {data['wire']!r} differs from its directory {version!r}")
+    return GoldenVector(rel, data["name"], data["description"], version, raw, data["expected"], data["reject_reason"])
 
 
 def load_vectors(directory: str = VECTORS_DIR) -> List[GoldenVector]:

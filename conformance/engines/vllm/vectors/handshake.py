@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import msgspec
 
-from conformance.vectors.engine_build import Frames, ValueCase
+from conformance.vectors.engine_build import Frames, ValueCase, case_registrar
 
 __all__ = ["CASES"]
 
@@ -21,12 +21,7 @@ FAMILY = "handshake"
 CASES: List[ValueCase] = []
 
 
-def _case(name: str, type_name: str, description: str, reason: str | None = None):
-    def register(build):
-        CASES.append(ValueCase(name, FAMILY, type_name, description, build, reason))
-        return build
-
-    return register
+_case = case_registrar(FAMILY, CASES)
 
 
 def _ready_fields() -> Dict[str, Any]:

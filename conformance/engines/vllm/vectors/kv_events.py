@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 
 import msgspec
 
-from conformance.vectors.engine_build import Frames, ValueCase
+from conformance.vectors.engine_build import Frames, ValueCase, case_registrar
 
 __all__ = ["CASES"]
 
@@ -26,12 +26,11 @@ _encode = msgspec.msgpack.encode
 _OMIT = object()
 
 
-def _case(name: str, description: str, reason: str | None = None):
-    def register(build):
-        CASES.append(ValueCase(name, FAMILY, TYPE, description, build, reason))
-        return build
+_register = case_registrar(FAMILY, CASES)
 
-    return register
+
+def _case(name: str, description: str, reason: str | None = None):
+    return _register(name, TYPE, description, reason)
 
 
 def _kv():

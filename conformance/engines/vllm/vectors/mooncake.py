@@ -14,7 +14,7 @@ from typing import List
 
 import msgspec
 
-from conformance.vectors.engine_build import Frames, ValueCase
+from conformance.vectors.engine_build import Frames, ValueCase, case_registrar
 
 __all__ = ["CASES"]
 
@@ -22,12 +22,7 @@ FAMILY = "mooncake"
 CASES: List[ValueCase] = []
 
 
-def _case(name: str, type_name: str, description: str, reason: str | None = None):
-    def register(build):
-        CASES.append(ValueCase(name, FAMILY, type_name, description, build, reason))
-        return build
-
-    return register
+_case = case_registrar(FAMILY, CASES)
 
 
 def _connector():
