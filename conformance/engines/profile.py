@@ -20,6 +20,7 @@ __all__ = [
     "ENGINE_ENV",
     "DEFAULT_ENGINE",
     "EngineSelectionError",
+    "FamilyNotInRelease",
     "load_engine",
     "find_engine",
     "engine_from_environment",
@@ -42,6 +43,10 @@ def _builtin_engines() -> Dict[str, str]:
 
 #: Built-in engines: name -> ``MODULE:ATTR`` of its :class:`Engine` (imported only when selected).
 ENGINES: Mapping[str, str] = _builtin_engines()
+
+
+class FamilyNotInRelease(ImportError):
+    """A family's ``roots`` cannot be read in the release installed here for a reason other than a missing module: its shapes are declared for another release, say. Reported as absent, with the reason, like a module the release lacks."""
 
 
 class EngineSelectionError(RuntimeError):

@@ -37,7 +37,7 @@ import importlib
 from typing import Any, Dict, List, Mapping
 
 from conformance.engines.discovery import classes_defined_in, decoded_types
-from conformance.engines.profile import MessageFamily
+from conformance.engines.profile import FamilyNotInRelease, MessageFamily
 
 __all__ = ["FAMILIES", "ENGINE_CORE_MODULE", "KV_EVENTS_MODULE", "family_of", "on_engine_core_codec", "all_roots"]
 
@@ -88,7 +88,7 @@ def _dp_coordinator() -> Mapping[str, type]:
     found = installed_version("vllm")
     if found != READ_FROM:
         # The shapes are declared, not found: another release's snapshot would record 0.34.0's and hide a change.
-        raise ImportError(f"the coordinator's tuples have no class in vLLM; their shapes are declared as read from vLLM {READ_FROM}'s source, and this is {found}")
+        raise FamilyNotInRelease(f"the coordinator's tuples have no class in vLLM; their shapes are declared as read from vLLM {READ_FROM}'s source, and this is {found}")
     return MESSAGES
 
 

@@ -17,7 +17,8 @@ the release's metadata accepts.
 * 0.30.0 to 0.33.0: ``vllm.v1.engine`` reaches the OpenAI-compatible server's
   MCP tool server (``vllm.entrypoints.mcp.tool_server``): ``openai-harmony``,
   ``openai`` (3.x, which runs on ``httpx2``), ``fastapi`` and what it needs.
-* 0.24.0 to 0.29.0: the same tool server without ``fastapi``.
+* 0.24.0 to 0.29.0: the same tool server without ``fastapi``; their Mooncake
+  connector imports ``httpx`` (0.30.0 on take it from ``huggingface_hub``).
 * 0.23.0: also ``gguf`` (``vllm.transformers_utils.gguf_utils``).
 
 The connectors' modules (the ``mooncake``, ``moriio`` and ``nixl`` families)
@@ -124,7 +125,7 @@ PINS_0_30: Tuple[str, ...] = with_pins(
 )
 
 #: 0.24.0 to 0.29.0.
-PINS_0_24: Tuple[str, ...] = with_pins(PINS_0_34, "openai==3.63.0", "openai-harmony==0.0.8", "sniffio==1.3.1")
+PINS_0_24: Tuple[str, ...] = with_pins(PINS_0_34, "httpcore==1.0.9", "httpx==0.29.0", "openai==3.63.0", "openai-harmony==0.0.8", "sniffio==1.3.1")
 
 #: 0.23.0.
 PINS_0_23: Tuple[str, ...] = with_pins(PINS_0_24, "gguf==0.19.0")
