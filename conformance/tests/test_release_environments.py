@@ -19,7 +19,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from conformance.engines import Engine, MessageFamily, Release
+from conformance.engines import Engine, FamilyNotInRelease, MessageFamily, Release
 from conformance.releases import __main__ as cli
 from conformance.releases import environments as envs
 
@@ -333,10 +333,14 @@ def test_probe_tells_absent_from_broken():
     def broken():
         raise ModuleNotFoundError("No module named 'cbor2'", name="cbor2")
 
+    def declared_elsewhere():
+        raise FamilyNotInRelease("shapes declared for 2.0")
+
     engine = _engine(package="demopkg", families=(
         MessageFamily("core", "d", roots=lambda: {"A": int}, ext_types=lambda: {1: "tensor"}),
         MessageFamily("kv", "d", roots=absent),
         MessageFamily("bad", "d", roots=broken),
+        MessageFamily("declared", "d", roots=declared_elsewhere),
     ))
     records = {(r["kind"], r["name"]): r for r in cli.probe(engine, ["json"])}
     assert records[("package", "demopkg")]["status"] == "absent"
@@ -344,6 +348,7 @@ def test_probe_tells_absent_from_broken():
     assert records[("ext", "core")]["detail"] == "ext 1=tensor"
     assert records[("family", "kv")]["status"] == "absent"
     assert records[("family", "bad")]["status"] == "failed" and "cbor2" in records[("family", "bad")]["detail"]
+    assert records[("family", "declared")] == {"kind": "family", "name": "declared", "status": "absent", "detail": "shapes declared for 2.0"}
     assert records[("module", "json")]["status"] == "ok"
     assert cli._summary(list(records.values())).startswith("FAILED import check: bad: ModuleNotFoundError")
     assert cli._summary([records[("family", "core")], records[("family", "kv")]]) == "ok: core ok (1 types), kv absent (no module demopkg.kv)"
