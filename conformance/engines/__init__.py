@@ -25,6 +25,7 @@ from .profile import (
     Release,
     engine_from_environment,
     engine_spec_from_environment,
+    family_absent,
     find_engine,
     load_engine,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_ENGINE",
     "EngineSelectionError",
     "FamilyNotInRelease",
+    "family_absent",
     "load_engine",
     "find_engine",
     "engine_from_environment",

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_ENGINE",
     "EngineSelectionError",
     "FamilyNotInRelease",
+    "family_absent",
     "load_engine",
     "find_engine",
     "engine_from_environment",
@@ -47,6 +48,15 @@ ENGINES: Mapping[str, str] = _builtin_engines()
 
 class FamilyNotInRelease(ImportError):
     """A family's ``roots`` cannot be read in the release installed here for a reason other than a missing module: its shapes are declared for another release, say. Reported as absent, with the reason, like a module the release lacks."""
+
+
+def family_absent(exc: BaseException, package: Optional[str]) -> bool:
+    """Whether ``exc``, raised by a family's ``roots``, means the installed release does not have the family (a module of the engine's own
+    ``package`` is missing, or :class:`FamilyNotInRelease`), rather than that this environment lacks a dependency."""
+    if isinstance(exc, FamilyNotInRelease):
+        return True
+    missing = getattr(exc, "name", None)
+    return bool(isinstance(exc, ModuleNotFoundError) and package and missing and (missing == package or missing.startswith(package + ".")))
 
 
 class EngineSelectionError(RuntimeError):

@@ -33,7 +33,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
-from conformance.engines import ENGINES, Engine, FamilyNotInRelease, Release, find_engine
+from conformance.engines import ENGINES, Engine, FamilyNotInRelease, Release, family_absent, find_engine
 
 from .environments import ReleaseEnvironmentError, environment, environment_path, run_in_environment
 
@@ -61,11 +61,8 @@ def select_releases(engine: Engine, versions: Optional[str]) -> List[Release]:
 
 
 def _outcome(exc: BaseException, package: Optional[str]) -> Dict[str, Any]:
-    missing = getattr(exc, "name", None)
-    if isinstance(exc, ModuleNotFoundError) and package and missing and (missing == package or missing.startswith(package + ".")):
-        return {"status": "absent", "detail": f"no module {missing}"}
-    if isinstance(exc, FamilyNotInRelease):
-        return {"status": "absent", "detail": str(exc)}
+    if family_absent(exc, package):
+        return {"status": "absent", "detail": str(exc) if isinstance(exc, FamilyNotInRelease) else f"no module {getattr(exc, 'name', None)}"}
     # The deepest frame outside the import machinery: the line that asked for what is missing.
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename and not f.filename.startswith("<")]
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""

@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Optional
 import msgspec
 
 from conformance.schema_diff.snapshot import installed_version
-from conformance.testee.reference_testee import serve
+from conformance.testee.reference_testee import claim_stdout, serve
 
 __all__ = ["CodecHost", "main"]
 
@@ -168,7 +168,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--engine", required=True)
     parser.add_argument("--family", required=True)
     args = parser.parse_args(argv)
-    return serve(CodecHost(args.engine, args.family))  # type: ignore[arg-type]
+    responses = claim_stdout()  # before the engine is imported: vLLM logs to stdout
+    return serve(CodecHost(args.engine, args.family), responses)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, BinaryIO, Dict, List, Optional
 
 from conformance.testee.protocol import PROTOCOL_VERSION, ProtocolError, read_message, write_message
 from reference_codec import DecodeError, EncodeError, ReferenceCodec
@@ -83,14 +83,20 @@ class ReferenceTestee:
             return {"id": rid, "ok": False, "error_kind": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
 
 
-def serve(testee: ReferenceTestee) -> int:
-    """Answer requests on stdin until it closes; 0 at a clean end, 2 on broken framing."""
-    requests = sys.stdin.buffer
-    # stdout carries frames only: keep the real pipe for them and point fd 1 at
-    # stderr, so a stray print (from Python or native code) cannot corrupt it.
+def claim_stdout() -> BinaryIO:
+    """The protocol's own stream on the real stdout, with fd 1 pointed at stderr from now on, so a stray print (from Python or native
+    code, or an engine's logger while it is imported) cannot corrupt the frames. Call it before importing what might print."""
     responses = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return responses
+
+
+def serve(testee: ReferenceTestee, responses: Optional[BinaryIO] = None) -> int:
+    """Answer requests on stdin until it closes; 0 at a clean end, 2 on broken framing. ``responses``: from :func:`claim_stdout`, if called earlier."""
+    requests = sys.stdin.buffer
+    if responses is None:
+        responses = claim_stdout()
     while True:
         try:
             request = read_message(requests)
