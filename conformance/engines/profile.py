@@ -187,6 +187,15 @@ class Engine:
     snapshots_dir
         Where the release history keeps the engine's schema snapshots
         (``<name>-<version>.json``), checked in; ``None``: none kept.
+    live_frontend
+        ``() -> front end``: the engine's real serving front end (its HTTP
+        server and IPC processes, started for real) for ``python -m
+        conformance.live --frontend NAME``: IPC modes, a server per mode, a
+        seeded workload, normalised answers, the control requests and the
+        engine's own benchmark command; the interface is in
+        :mod:`conformance.live.frontend`. Imports inside (the engine's
+        package need not be installed to load the engine). ``None``: the
+        engine has none.
     """
 
     name: str
@@ -208,6 +217,7 @@ class Engine:
     families: Sequence[MessageFamily] = ()
     releases: Sequence[Release] = ()
     snapshots_dir: Optional[str] = None
+    live_frontend: Optional[Callable[[], Any]] = None
 
     @functools.cached_property
     def types(self) -> Mapping[str, type]:

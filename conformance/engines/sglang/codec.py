@@ -127,11 +127,16 @@ class SGLangCodec:
         """A reference value rebuilt with SGLang's classes (structs and enums by name)."""
         return self._convert(value, self._theirs, to_sglang=True)
 
-    def to_reference(self, value: Any) -> Any:
-        """An SGLang value rebuilt with the reference classes."""
-        return self._convert(value, self._ours, to_sglang=False)
+    def to_reference(self, value: Any, *, unpickle: bool = True) -> Any:
+        """An SGLang value rebuilt with the reference classes.
 
-    def _convert(self, value: Any, table: Dict[str, type], to_sglang: bool) -> Any:
+        ``unpickle``: a ``PickleWrapper`` in an opaque field becomes what it
+        wraps, as SGLang's receivers unwrap it; ``False`` keeps it a
+        (reference) ``PickleWrapper``, which is what goes on the wire.
+        """
+        return self._convert(value, self._ours, to_sglang=False, unpickle=unpickle)
+
+    def _convert(self, value: Any, table: Dict[str, type], to_sglang: bool, unpickle: bool = True) -> Any:
         t = type(value)
         if isinstance(value, msgspec.Struct):
             target = table.get(t.__name__)
@@ -142,23 +147,23 @@ class SGLangCodec:
                 item = getattr(value, field)
                 if field in _OPAQUE and to_sglang and item is not None and not isinstance(item, ref.PickleWrapper):
                     kwargs[field] = self._io.wrap_as_pickle(item)
-                elif field in _OPAQUE and not to_sglang and item is not None and type(item).__name__ == "PickleWrapper":
+                elif field in _OPAQUE and not to_sglang and unpickle and item is not None and type(item).__name__ == "PickleWrapper":
                     kwargs[field] = pickle.loads(item.data)  # what SGLang's receivers do
                 else:
-                    kwargs[field] = self._convert(item, table, to_sglang)
+                    kwargs[field] = self._convert(item, table, to_sglang, unpickle)
             return target(**kwargs)
         if isinstance(value, enum.Enum):
             # The table maps names to classes of any kind; this name is an enum's on both sides.
             enum_cls = cast(Optional[Type[enum.Enum]], table.get(t.__name__))
             return enum_cls[value.name] if enum_cls is not None else value
         if t is list:
-            return [self._convert(v, table, to_sglang) for v in value]
+            return [self._convert(v, table, to_sglang, unpickle) for v in value]
         if t is tuple:
-            return tuple(self._convert(v, table, to_sglang) for v in value)
+            return tuple(self._convert(v, table, to_sglang, unpickle) for v in value)
         if t is dict:
-            return {self._convert(k, table, to_sglang): self._convert(v, table, to_sglang) for k, v in value.items()}
+            return {self._convert(k, table, to_sglang, unpickle): self._convert(v, table, to_sglang, unpickle) for k, v in value.items()}
         if t is set:
-            return {self._convert(v, table, to_sglang) for v in value}
+            return {self._convert(v, table, to_sglang, unpickle) for v in value}
         return value
 
     def as_held(self, msg: Any) -> Any:

@@ -1,0 +1,100 @@
+"""The reference codec in place of SGLang's own on every hop of a running SGLang server: an SGLang plugin.
+
+SGLang 0.5.23 loads its general plugins (entry point group
+``sglang.srt.plugins``) at the start of every process it runs: the HTTP
+server's, the detokenizer's, and the scheduler's (the scripted one calls
+``load_plugins`` as SGLang's does). This package declares :func:`plugin`
+there. It does nothing unless ``IPC_CONFORMANCE_SGLANG_IPC=reference`` is in
+the environment (which every SGLang process inherits); then it replaces
+``io_struct.msgpack_encode`` and ``io_struct.msgpack_decode``, which
+``sock_send``, ``sock_recv`` and their async forms call, with the reference
+codec's wire v1 (byte-compatible with SGLang's):
+
+* encode: the SGLang message is rebuilt with the reference schema's classes
+  (by class name; a ``PickleWrapper`` stays one) and encoded by
+  :class:`reference_codec.ReferenceCodec`;
+* decode: the frame is decoded by the reference codec (``allow_pickle=True``:
+  SGLang sends ``time_stats`` pickled) and rebuilt with SGLang's classes,
+  the opaque fields wrapped again as SGLang's receivers expect.
+
+The conversion between class sets is part of what this mode costs; it is
+measured with the rest (docs/live-sglang.md). Installing needs SGLang's
+msgpack path on (``SGLANG_USE_PICKLE_IPC=0``); otherwise :func:`install`
+raises :class:`ReferenceIpcError`, and :func:`plugin` logs it at ERROR and
+writes no marker, which the live check reads as a failed start.
+
+Each process where the codec is installed writes one line to stderr starting with
+:data:`INSTALLED_MARKER` (and its process title), so a run can check that
+every process took it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any, Callable, Tuple, Union
+
+Frame = Union[bytes, bytearray, memoryview]
+
+__all__ = ["IPC_ENV", "INSTALLED_MARKER", "ReferenceIpcError", "install", "plugin"]
+
+#: ``reference``: install the reference codec; anything else (or unset): leave SGLang's codec alone.
+IPC_ENV = "IPC_CONFORMANCE_SGLANG_IPC"
+#: The start of the line each process logs once the codec is in place.
+INSTALLED_MARKER = "ipc-conformance: reference codec installed in"
+
+logger = logging.getLogger(__name__)
+
+
+class ReferenceIpcError(RuntimeError):
+    """The reference codec cannot replace SGLang's in this process (pickle IPC on, SGLang missing)."""
+
+
+def codec_functions() -> Tuple[Callable[[Any], Frame], Callable[[Any], Any]]:
+    """``(encode, decode)`` with the signatures of SGLang's ``msgpack_encode`` and ``msgpack_decode``, backed by the reference codec."""
+    from reference_codec import ReferenceCodec
+
+    from .codec import SGLangCodec
+
+    adapter = SGLangCodec()
+    codec = ReferenceCodec(allow_pickle=True)
+    to_reference, to_sglang = adapter.to_reference, adapter.to_sglang
+    encode_frames, decode_frames = codec.encode, codec.decode
+
+    def encode(obj: Any) -> Frame:  # zmq sends any buffer; a spliced body is not bytes
+        return encode_frames(to_reference(obj, unpickle=False))[0]
+
+    def decode(data: Any) -> Any:
+        return to_sglang(decode_frames([bytes(data)]))
+
+    return encode, decode
+
+
+def install() -> None:
+    """Replace SGLang's codec functions in this process; :class:`ReferenceIpcError` when SGLang's msgpack IPC is off."""
+    try:
+        from sglang.srt.managers import io_struct
+    except ImportError as exc:
+        raise ReferenceIpcError(f"SGLang is not importable: {exc}") from exc
+    if io_struct._USE_PICKLE_IPC:
+        raise ReferenceIpcError(f"{IPC_ENV}=reference needs SGLANG_USE_PICKLE_IPC=0: with pickle IPC on, SGLang never calls its msgpack codec")
+    io_struct.msgpack_encode, io_struct.msgpack_decode = codec_functions()
+    try:
+        import setproctitle
+
+        title = setproctitle.getproctitle()
+    except ImportError:
+        title = "?"
+    # stderr, not logging: the plugin runs before SGLang configures its loggers in some processes
+    print(f"{INSTALLED_MARKER} pid {os.getpid()} ({title})", file=sys.stderr, flush=True)
+
+
+def plugin() -> None:
+    """SGLang's general-plugin entry point: :func:`install` when ``IPC_CONFORMANCE_SGLANG_IPC=reference``."""
+    if os.environ.get(IPC_ENV) != "reference":
+        return
+    try:
+        install()
+    except ReferenceIpcError:
+        logger.exception("ipc-conformance: reference codec NOT installed")
