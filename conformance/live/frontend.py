@@ -32,6 +32,7 @@ baseline and their median.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import statistics
@@ -40,7 +41,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "FIGURES", "first_difference"]
+__all__ = ["FrontendRunError", "FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "FIGURES", "first_difference"]
+
+class FrontendRunError(RuntimeError):
+    """A mode's run could not complete: its server did not start, a request failed at the transport, the benchmark failed.
+
+    A front end's own start-up error subclasses it; the message names the mode.
+    """
+
 
 #: The benchmark figures compared, with whether more is better.
 FIGURES = {"request_throughput": True, "output_throughput": True, "mean_ttft_ms": False, "mean_itl_ms": False}
@@ -107,7 +115,11 @@ def check_identical(frontend: Any, modes: Sequence[str], *, requests: int, seed:
     for mode in modes:
         with frontend.serve(mode, workdir) as url:
             with ThreadPoolExecutor(max_workers=concurrency) as pool:
-                report.answers[mode] = list(pool.map(lambda item: frontend.answer(url, item), items))
+                try:
+                    report.answers[mode] = list(pool.map(lambda item: frontend.answer(url, item), items))
+                except (OSError, http.client.HTTPException) as exc:  # the server went away (refused, reset, cut short)
+                    pool.shutdown(cancel_futures=True)
+                    raise FrontendRunError(f"mode {mode}: a request failed at the transport: {type(exc).__name__}: {exc}") from exc
             report.control[mode] = frontend.control(url)
         log(f"{mode}: {len(items)} answers")
     base_mode = modes[0]
@@ -138,12 +150,12 @@ def _run_bench(frontend: Any, url: str, mode: str, concurrency: int, repeat: int
     argv = frontend.bench_argv(url, concurrency=concurrency, prompts=prompts, input_len=input_len, output_len=output_len, seed=seed, output_file=out)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0 or not os.path.exists(out):
-        raise RuntimeError(f"the benchmark failed in mode {mode} (exit {done.returncode}): {' '.join(argv)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        raise FrontendRunError(f"the benchmark failed in mode {mode} (exit {done.returncode}): {' '.join(argv)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     with open(out, encoding="utf-8") as fh:
         line = [row for row in fh if row.strip()][-1]
     result = json.loads(line)
     if result.get("completed") != prompts:
-        raise RuntimeError(f"the benchmark completed {result.get('completed')} of {prompts} requests in mode {mode}")
+        raise FrontendRunError(f"the benchmark completed {result.get('completed')} of {prompts} requests in mode {mode}")
     return BenchRun(mode, concurrency, repeat, {name: float(result[name]) for name in FIGURES})
 
 

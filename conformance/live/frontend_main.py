@@ -2,7 +2,7 @@
 
 Exit status: 0 when every answer is identical across the modes (and the
 benchmark, if asked, ran), 1 on any difference, 2 when a server could not
-start or an option is bad. ``--bench`` also writes the benchmark's report
+start, a run failed (:class:`~conformance.live.frontend.FrontendRunError`) or an option is bad. ``--bench`` also writes the benchmark's report
 (``--doc``), headed by the command, the commit, the machine and its load.
 """
 
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
-from .frontend import FIGURES, bench, bench_summary, check_identical
+from .frontend import FIGURES, FrontendRunError, bench, bench_summary, check_identical
 
 _SHOWN = 20
 
@@ -101,9 +101,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if args.doc:
                 _write_doc(args.doc, argv, rows, runs, args)
                 print(f"wrote {args.doc}")
-    except Exception as exc:
-        if type(exc).__name__ != "ServerStartError":
-            raise
+    except FrontendRunError as exc:
         print(f"error: {exc}", file=sys.stderr)
         status = 2
     if args.json:

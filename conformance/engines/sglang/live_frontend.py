@@ -39,6 +39,8 @@ import sys
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
+from conformance.live.frontend import FrontendRunError
+
 from .scripted_scheduler import HOLD_AT, HOLD_FROM
 
 __all__ = ["MODES", "SGLangFrontend", "ServerStartError", "FRONTEND"]
@@ -55,7 +57,7 @@ _STARTUP_S = 180.0
 _STOP_S = 20.0
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(FrontendRunError):
     """SGLang's server did not come up (it exited, or ``/health`` never answered); the message ends with its log's tail."""
 
 
@@ -111,10 +113,12 @@ class SGLangFrontend:
     description = "SGLang 0.5.23 HTTP server + TokenizerManager + DetokenizerManager, scripted scheduler, weightless Qwen2 folder"
 
     @contextlib.contextmanager
-    def serve(self, mode: str, workdir: str, *, log_name: Optional[str] = None) -> Iterator[str]:
+    def serve(self, mode: str, workdir: str, *, log_name: Optional[str] = None, record: Optional[str] = None) -> Iterator[str]:
         """Start SGLang's server in ``mode``; yield its base URL; stop it and every process it started.
 
-        The model folder and the server's log go under ``workdir``. Raises
+        The model folder and the server's log go under ``workdir``; with
+        ``record`` (a folder), every process records the frames it sends
+        there (:mod:`.frame_recorder`). Raises
         ``ValueError`` for an unknown mode and :class:`ServerStartError` when
         the server does not come up; the reference mode also fails to start
         unless all three processes log that the reference codec is installed.
@@ -132,6 +136,10 @@ class SGLangFrontend:
         for key in ("SGLANG_USE_PICKLE_IPC", "IPC_CONFORMANCE_SGLANG_IPC"):
             env.pop(key, None)
         env.update(MODES[mode])
+        if record:
+            from .frame_recorder import RECORD_ENV
+
+            env[RECORD_ENV] = record
         argv = [
             sys.executable, "-m", "conformance.engines.sglang.live_server",
             "--model-path", model, "--device", "cpu", "--host", "127.0.0.1", "--port", str(port),
@@ -348,7 +356,13 @@ def _truncate(event: Any, tokens: int) -> Any:
 
 
 def _openai_stream(events: List[Any]) -> Any:
-    """An OpenAI stream as what it adds up to: per choice text, logprobs and finish reason; the usage chunk."""
+    """An OpenAI stream as what it adds up to: per choice text, logprobs and finish reason; the usage chunk.
+
+    Logprobs are per token, whatever chunk carried them; a token with empty
+    text (the end-of-sequence token) is left out: SGLang 0.5.23's OpenAI
+    streaming sends its logprob only when it arrives in a chunk of its own,
+    which depends on timing (seen as 12 vs 13 entries for the same request).
+    """
     choices: Dict[int, Dict[str, Any]] = {}
     usage = None
     for event in events:
@@ -363,10 +377,13 @@ def _openai_stream(events: List[Any]) -> Any:
             agg["text"] += (delta.get("content") or "") if "delta" in choice else (choice.get("text") or "")
             logprobs = choice.get("logprobs")
             if isinstance(logprobs, dict):
-                if "content" in logprobs:
-                    agg["logprobs"].extend(logprobs.get("content") or ())
-                else:
-                    agg["logprobs"].append(logprobs)
+                if "content" in logprobs:  # chat: one entry per token
+                    agg["logprobs"].extend(e for e in logprobs.get("content") or () if not (isinstance(e, dict) and e.get("bytes") == []))
+                else:  # completions: parallel lists per chunk
+                    tokens = logprobs.get("tokens") or []
+                    for i, token in enumerate(tokens):
+                        if token != "":
+                            agg["logprobs"].append({k: v[i] for k, v in logprobs.items() if isinstance(v, list) and i < len(v)})
             if choice.get("finish_reason") is not None:
                 agg["finish_reason"] = choice["finish_reason"]
                 agg["matched_stop"] = choice.get("matched_stop")

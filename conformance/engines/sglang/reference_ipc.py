@@ -3,9 +3,9 @@
 SGLang 0.5.23 loads its general plugins (entry point group
 ``sglang.srt.plugins``) at the start of every process it runs: the HTTP
 server's, the detokenizer's, and the scheduler's (the scripted one calls
-``load_plugins`` as SGLang's does). This package declares :func:`plugin`
-there. It does nothing unless ``IPC_CONFORMANCE_SGLANG_IPC=reference`` is in
-the environment (which every SGLang process inherits); then it replaces
+``load_plugins`` as SGLang's does). This package's plugin (:mod:`.plugin`)
+calls :func:`install` there when ``IPC_CONFORMANCE_SGLANG_IPC=reference`` is
+in the environment (which every SGLang process inherits); it replaces
 ``io_struct.msgpack_encode`` and ``io_struct.msgpack_decode``, which
 ``sock_send``, ``sock_recv`` and their async forms call, with the reference
 codec's wire v1 (byte-compatible with SGLang's):
@@ -20,8 +20,8 @@ codec's wire v1 (byte-compatible with SGLang's):
 The conversion between class sets is part of what this mode costs; it is
 measured with the rest (docs/live-sglang.md). Installing needs SGLang's
 msgpack path on (``SGLANG_USE_PICKLE_IPC=0``); otherwise :func:`install`
-raises :class:`ReferenceIpcError`, and :func:`plugin` logs it at ERROR and
-writes no marker, which the live check reads as a failed start.
+raises :class:`ReferenceIpcError`, which the plugin writes to stderr; no
+marker is written, which the live check reads as a failed start.
 
 Each process where the codec is installed writes one line to stderr starting with
 :data:`INSTALLED_MARKER` (and its process title), so a run can check that
@@ -30,21 +30,18 @@ every process took it.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from typing import Any, Callable, Tuple, Union
 
 Frame = Union[bytes, bytearray, memoryview]
 
-__all__ = ["IPC_ENV", "INSTALLED_MARKER", "ReferenceIpcError", "install", "plugin"]
+__all__ = ["IPC_ENV", "INSTALLED_MARKER", "ReferenceIpcError", "codec_functions", "install"]
 
 #: ``reference``: install the reference codec; anything else (or unset): leave SGLang's codec alone.
 IPC_ENV = "IPC_CONFORMANCE_SGLANG_IPC"
 #: The start of the line each process logs once the codec is in place.
 INSTALLED_MARKER = "ipc-conformance: reference codec installed in"
-
-logger = logging.getLogger(__name__)
 
 
 class ReferenceIpcError(RuntimeError):
@@ -88,13 +85,3 @@ def install() -> None:
         title = "?"
     # stderr, not logging: the plugin runs before SGLang configures its loggers in some processes
     print(f"{INSTALLED_MARKER} pid {os.getpid()} ({title})", file=sys.stderr, flush=True)
-
-
-def plugin() -> None:
-    """SGLang's general-plugin entry point: :func:`install` when ``IPC_CONFORMANCE_SGLANG_IPC=reference``."""
-    if os.environ.get(IPC_ENV) != "reference":
-        return
-    try:
-        install()
-    except ReferenceIpcError:
-        logger.exception("ipc-conformance: reference codec NOT installed")

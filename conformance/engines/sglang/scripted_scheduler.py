@@ -19,9 +19,13 @@ IPC, exactly as SGLang's scheduler does it
 
 Generation (``TokenizedGenerateReqInput``), a pure function of the request
     Every loop iteration is one decode step: each running request gains one
-    token. Token ``k`` (0-based) of a request is
-    ``3 + (seed + 7 * k) % (VOCAB - 3)``, where ``seed`` is the CRC32 of the
-    input ids; special tokens (ids 0-2) are never drawn. A request finishes
+    token. Token ``k`` (0-based) of a request is ``WHOLE[(seed + 7 * k) %
+    len(WHOLE)]``, where ``seed`` is the CRC32 of the input ids and ``WHOLE``
+    the ids, in order, that decode on their own to text without U+FFFD
+    (special tokens excluded). Tokens that are part of a UTF-8 character are
+    never drawn because SGLang's OpenAI streaming drops the logprobs of a
+    chunk whose text is still incomplete, so which logprobs a client gets
+    would depend on how chunks fell (timing), not on the IPC. A request finishes
 
     * ``stop`` (``matched``: the EOS id) after its natural length of
       ``1 + seed % 24`` tokens, the last one being the EOS id, unless
@@ -45,7 +49,9 @@ Generation (``TokenizedGenerateReqInput``), a pure function of the request
 
     Outputs are batched like SGLang's streamer: a streaming request is in
     every step's ``BatchTokenIDOutput``, a non-streaming one only when it
-    finishes; incremental-detokenization offsets (``decode_ids``,
+    finishes; ``time_stats`` is left out (SGLang's scheduler pickles its
+    per-request timings there: timestamps, which no answer compares);
+    incremental-detokenization offsets (``decode_ids``,
     ``read_offsets``) start at the whole prompt, as ``Req.init_incremental_detokenize`` does.
 
 Control requests
@@ -63,9 +69,9 @@ import logging
 import time
 import zlib
 from array import array
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["run_scripted_scheduler", "HOLD_AT", "HOLD_FROM", "MAX_TOTAL_TOKENS", "token_at"]
+__all__ = ["run_scripted_scheduler", "HOLD_AT", "HOLD_FROM", "MAX_TOTAL_TOKENS", "token_at", "whole_tokens"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,9 +85,14 @@ _POLL_MS = 20
 _SPECIAL = 3
 
 
-def token_at(seed: int, step: int, vocab: int) -> int:
-    """Token ``step`` of a request whose input ids hash to ``seed``."""
-    return _SPECIAL + (seed + 7 * step) % (vocab - _SPECIAL)
+def token_at(seed: int, step: int, whole: Sequence[int]) -> int:
+    """Token ``step`` of a request whose input ids hash to ``seed``; ``whole``: the ids it may draw."""
+    return whole[(seed + 7 * step) % len(whole)]
+
+
+def whole_tokens(tokenizer: Any) -> List[int]:
+    """The ids, in order, that decode alone to text without U+FFFD, special tokens excluded."""
+    return [i for i in range(_SPECIAL, len(tokenizer)) if "\ufffd" not in tokenizer.decode([i])]
 
 
 def _token_logprob(token: int, step: int) -> float:
@@ -99,8 +110,9 @@ def _ids_logprobs(ids: List[int], step: int) -> List[float]:
 class _Running:
     """One request in flight: what the scheduler has produced and sent so far."""
 
-    def __init__(self, req: Any, vocab: int, eos: int):
+    def __init__(self, req: Any, vocab: int, eos: int, whole: Sequence[int]):
         self.req = req
+        self.whole = whole
         self.input_ids: List[int] = list(req.input_ids or ())
         self.seed = zlib.crc32(array("q", self.input_ids).tobytes())
         sp = req.sampling_params
@@ -123,7 +135,7 @@ class _Running:
         if self.finish is not None or (self.held and len(self.output) >= HOLD_AT):
             return
         k = len(self.output)
-        token = self.eos if (k + 1 == self.natural and not self.ignore_eos) else token_at(self.seed, k, self.vocab)
+        token = self.eos if (k + 1 == self.natural and not self.ignore_eos) else token_at(self.seed, k, self.whole)
         self.output.append(token)
         self.decode_ids.append(token)
         if token == self.eos and not self.ignore_eos:
@@ -246,7 +258,8 @@ class _Batch:
 
 
 class _Scheduler:
-    def __init__(self, channels: Any, io: Any, server_args: Any, vocab: int, eos: int):
+    def __init__(self, channels: Any, io: Any, server_args: Any, vocab: int, eos: int, whole: Sequence[int]):
+        self.whole = whole
         self.channels = channels
         self.io = io
         self.server_args = server_args
@@ -278,7 +291,7 @@ class _Scheduler:
         send_tokenizer = self.channels.send_to_tokenizer.send_output
         if isinstance(req, io.TokenizedGenerateReqInput):
             self.counts["requests"] += 1
-            self.running[req.rid] = _Running(req, self.vocab, self.eos)
+            self.running[req.rid] = _Running(req, self.vocab, self.eos, self.whole)
         elif isinstance(req, io.AbortReq):
             targets = list(self.running.values()) if req.abort_all else [r for rid, r in self.running.items() if rid == req.rid]
             for r in targets:
@@ -366,7 +379,7 @@ def run_scripted_scheduler(
             metrics_enabled=False,
             enable_scripted_runtime=False,
         )
-        scheduler = _Scheduler(channels, io, server_args, len(tokenizer), tokenizer.eos_token_id)
+        scheduler = _Scheduler(channels, io, server_args, len(tokenizer), tokenizer.eos_token_id, whole_tokens(tokenizer))
         pipe_writer.send(
             {
                 "status": "ready",
