@@ -44,4 +44,5 @@ def test_frontend_cli_refuses_an_unknown_mode_with_the_modes_offered(capsys):
 def test_frontend_cli_refuses_an_engine_without_a_front_end(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--frontend", "vllm"])
+    assert exc.value.code == 2
     assert "has no live front end" in capsys.readouterr().err
