@@ -87,7 +87,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
             verdict = "identical" if report.identical else f"{len(report.mismatches)} mismatch(es)"
             print(f"{verdict}: {report.requests} requests ({kinds}) x {len(modes)} modes ({', '.join(modes)}); control: {json.dumps(report.control[modes[0]])}")
-            out.update(requests=report.requests, kinds=report.kinds, control=report.control, mismatches=[str(m) for m in report.mismatches])
+            out.update(requests=report.requests, kinds=report.kinds, control=report.control, mismatches=[m.__dict__ for m in report.mismatches])
             status = 0 if report.identical else 1
         if args.bench:
             runs = bench(

@@ -16,9 +16,10 @@ from __future__ import annotations
 import enum
 import importlib
 import pickle
-from typing import Any, Dict, List, Optional, Type, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, cast
 
 import msgspec
+import msgspec.inspect
 
 from reference_codec import schema as ref
 
@@ -73,6 +74,24 @@ def _reference_classes() -> Dict[str, type]:
     for cls in ref.NESTED_TYPES + ref.ENUM_TYPES:
         table[cls.__name__] = cls
     return table
+
+
+def _may_hold_structs(t: Any) -> bool:
+    """Whether a value of declared type ``t`` (``msgspec.inspect``) can hold a struct, an enum or an untyped value."""
+    mi = msgspec.inspect
+    if isinstance(t, (mi.StructType, mi.EnumType, mi.AnyType, mi.DataclassType, mi.NamedTupleType, mi.TypedDictType)):
+        return True
+    if isinstance(t, mi.UnionType):
+        return any(_may_hold_structs(arm) for arm in t.types)
+    if isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+        return _may_hold_structs(t.item_type)
+    if isinstance(t, mi.TupleType):
+        return any(_may_hold_structs(x) for x in t.item_types)
+    if isinstance(t, mi.DictType):
+        return _may_hold_structs(t.key_type) or _may_hold_structs(t.value_type)
+    if isinstance(t, mi.Metadata):
+        return _may_hold_structs(t.type)
+    return False
 
 
 class SGLangCodec:
@@ -165,6 +184,58 @@ class SGLangCodec:
         if t is set:
             return {self._convert(v, table, to_sglang, unpickle) for v in value}
         return value
+
+    def planned_converter(self, *, to_sglang: bool, unpickle: bool = True) -> Callable[[Any], Any]:
+        """:meth:`to_sglang` (or :meth:`to_reference`) for messages whose values match their declared types, faster.
+
+        A struct's fields whose declared type can hold no struct, enum or
+        untyped value (token ids, logprob lists, flags) are passed on as they
+        are instead of being walked element by element; the others are
+        converted as :meth:`_convert` does. For a process that sends only
+        well-typed messages (a running SGLang server: ``reference_ipc``); the
+        suite, which draws values of every kind, uses the walking converters.
+        """
+        table = self._theirs if to_sglang else self._ours
+        plans: Dict[type, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
+        convert = self._convert
+
+        def plan(cls: type) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+            found = plans.get(cls)
+            if found is None:
+                names: Tuple[str, ...] = getattr(cls, "__struct_fields__")
+                try:
+                    fields = cast(Any, msgspec.inspect.type_info(cls)).fields
+                    walk = tuple(f.name for f in fields if f.name in _OPAQUE or _may_hold_structs(f.type))
+                except Exception:  # a type msgspec cannot describe: walk every field
+                    walk = tuple(names)
+                found = plans[cls] = (tuple(f for f in names if f not in walk), walk)
+            return found
+
+        def run(value: Any) -> Any:
+            cls = type(value)
+            target = table.get(cls.__name__)
+            if target is None or not isinstance(value, msgspec.Struct):
+                return convert(value, table, to_sglang, unpickle)
+            keep, walk = plan(cls)
+            kwargs = {name: getattr(value, name) for name in keep}
+            if walk:
+                # the walked fields through the general converter, as one struct of them would be
+                for name in walk:
+                    item = getattr(value, name)
+                    if item is None:
+                        kwargs[name] = None
+                    elif name in _OPAQUE:
+                        if to_sglang and not isinstance(item, ref.PickleWrapper):
+                            kwargs[name] = self._io.wrap_as_pickle(item)
+                        elif not to_sglang and unpickle and type(item).__name__ == "PickleWrapper":
+                            kwargs[name] = pickle.loads(item.data)
+                        else:
+                            kwargs[name] = convert(item, table, to_sglang, unpickle)
+                    else:
+                        kwargs[name] = convert(item, table, to_sglang, unpickle)
+            return target(**kwargs)
+
+        return run
 
     def as_held(self, msg: Any) -> Any:
         """``msg`` as SGLang holds it: built with SGLang's classes, then converted back, without the wire.

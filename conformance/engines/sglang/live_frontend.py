@@ -41,6 +41,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from conformance.live.frontend import FrontendRunError
 
+from .live_model import SPECIAL_TOKENS
 from .scripted_scheduler import HOLD_AT, HOLD_FROM
 
 __all__ = ["MODES", "SGLangFrontend", "ServerStartError", "FRONTEND"]
@@ -358,10 +359,11 @@ def _truncate(event: Any, tokens: int) -> Any:
 def _openai_stream(events: List[Any]) -> Any:
     """An OpenAI stream as what it adds up to: per choice text, logprobs and finish reason; the usage chunk.
 
-    Logprobs are per token, whatever chunk carried them; a token with empty
-    text (the end-of-sequence token) is left out: SGLang 0.5.23's OpenAI
-    streaming sends its logprob only when it arrives in a chunk of its own,
-    which depends on timing (seen as 12 vs 13 entries for the same request).
+    Logprobs are per token, whatever chunk carried them; the end-of-sequence
+    token's entry (a special token, or empty text) is left out: SGLang
+    0.5.23's OpenAI streaming sends it only when the token arrives in the same
+    chunk as text (a chunk with no text goes out without logprobs), which
+    depends on timing (seen as 2 vs 3 entries for the same request).
     """
     choices: Dict[int, Dict[str, Any]] = {}
     usage = None
@@ -378,16 +380,20 @@ def _openai_stream(events: List[Any]) -> Any:
             logprobs = choice.get("logprobs")
             if isinstance(logprobs, dict):
                 if "content" in logprobs:  # chat: one entry per token
-                    agg["logprobs"].extend(e for e in logprobs.get("content") or () if not (isinstance(e, dict) and e.get("bytes") == []))
+                    agg["logprobs"].extend(e for e in logprobs.get("content") or () if not _end_token(e))
                 else:  # completions: parallel lists per chunk
                     tokens = logprobs.get("tokens") or []
                     for i, token in enumerate(tokens):
-                        if token != "":
+                        if token != "" and token not in SPECIAL_TOKENS:
                             agg["logprobs"].append({k: v[i] for k, v in logprobs.items() if isinstance(v, list) and i < len(v)})
             if choice.get("finish_reason") is not None:
                 agg["finish_reason"] = choice["finish_reason"]
                 agg["matched_stop"] = choice.get("matched_stop")
     return {"choices": [choices[k] for k in sorted(choices)], "usage": _normalise(usage)}
+
+
+def _end_token(entry: Any) -> bool:
+    return isinstance(entry, dict) and (entry.get("bytes") == [] or entry.get("token") in SPECIAL_TOKENS)
 
 
 def _normalise(value: Any) -> Any:

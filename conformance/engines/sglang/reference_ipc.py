@@ -56,11 +56,12 @@ def codec_functions() -> Tuple[Callable[[Any], Frame], Callable[[Any], Any]]:
 
     adapter = SGLangCodec()
     codec = ReferenceCodec(allow_pickle=True)
-    to_reference, to_sglang = adapter.to_reference, adapter.to_sglang
+    to_reference = adapter.planned_converter(to_sglang=False, unpickle=False)
+    to_sglang = adapter.planned_converter(to_sglang=True)
     encode_frames, decode_frames = codec.encode, codec.decode
 
     def encode(obj: Any) -> Frame:  # zmq sends any buffer; a spliced body is not bytes
-        return encode_frames(to_reference(obj, unpickle=False))[0]
+        return encode_frames(to_reference(obj))[0]
 
     def decode(data: Any) -> Any:
         return to_sglang(decode_frames([bytes(data)]))
