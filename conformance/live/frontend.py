@@ -156,6 +156,13 @@ def _run_bench(frontend: Any, url: str, mode: str, concurrency: int, repeat: int
     result = json.loads(line)
     if result.get("completed") != prompts:
         raise FrontendRunError(f"the benchmark completed {result.get('completed')} of {prompts} requests in mode {mode}")
+    if not result.get("mean_ttft_ms") or (output_len > 1 and not result.get("mean_itl_ms")):
+        # sglang.bench_serving counts a request the server refused as completed, credited with the
+        # tokens it asked for (two refused requests once read as 435,882 output tok/s)
+        raise FrontendRunError(
+            f"the benchmark's requests got no tokens in mode {mode} (mean TTFT {result.get('mean_ttft_ms')} ms, "
+            f"mean ITL {result.get('mean_itl_ms')} ms): the server refused them; see {out}"
+        )
     return BenchRun(mode, concurrency, repeat, {name: float(result[name]) for name in FIGURES})
 
 

@@ -20,7 +20,7 @@ __all__ = ["RECORD_ENV", "KEEP", "install", "read_records"]
 
 RECORD_ENV = "IPC_CONFORMANCE_SGLANG_RECORD"
 #: Frames kept per message type and process.
-KEEP = 400
+KEEP = 2000
 _U32 = struct.Struct(">I")
 
 

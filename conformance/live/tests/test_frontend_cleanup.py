@@ -78,7 +78,7 @@ def test_no_process_left_after_a_completed_run(tmp_path):
     _assert_none_left(tree)
 
 
-def test_no_process_left_after_the_server_fails_mid_run(tmp_path):
+def test_no_process_left_after_the_server_dies_mid_run(tmp_path):
     driver = _driver(tmp_path, "--requests", "2000")
     tree = _tree_once_scheduler_runs(driver)
     scheduler = next(p for p in tree if "sglang::scheduler" in " ".join(p.cmdline()))
@@ -86,6 +86,16 @@ def test_no_process_left_after_the_server_fails_mid_run(tmp_path):
     scheduler.kill()
     out, _ = driver.communicate(timeout=600)
     assert driver.returncode != 0, "the driver should fail when the scheduler dies"
+    _assert_none_left(tree)
+
+
+def test_no_process_left_after_the_benchmark_fails_with_the_server_up(tmp_path):
+    # more new tokens than the model's context holds: every benchmark request fails while the server stays up
+    driver = _driver(tmp_path, "--skip-check", "--bench", "--bench-concurrency", "1", "--prompts", "1:2", "--repeats", "1", "--input-len", "8", "--output-len", "5000")
+    tree = _tree_once_scheduler_runs(driver)
+    out, _ = driver.communicate(timeout=600)
+    assert driver.returncode == 2, out.decode(errors="replace")[-3000:]
+    assert b"the benchmark" in out
     _assert_none_left(tree)
 
 
