@@ -56,14 +56,17 @@ def read_records(folder: str) -> Iterator[Tuple[str, bytes]]:
             data = fh.read()
         at = 0
         while at < len(data):
-            if at + 4 > len(data):
-                raise ValueError(f"{name}: truncated record at byte {at}")
-            (n,) = _U32.unpack_from(data, at)
-            kind = data[at + 4 : at + 4 + n].decode()
-            at += 4 + n
-            (m,) = _U32.unpack_from(data, at)
-            frame = data[at + 4 : at + 4 + m]
-            if len(frame) != m:
-                raise ValueError(f"{name}: truncated frame at byte {at}")
-            at += 4 + m
-            yield kind, frame
+            kind, at = _chunk(data, at, name)
+            frame, at = _chunk(data, at, name)
+            yield kind.decode(), frame
+
+
+def _chunk(data: bytes, at: int, name: str) -> Tuple[bytes, int]:
+    """The length-prefixed bytes at ``at`` and where the next record starts; ``ValueError`` when the file ends inside it."""
+    if at + 4 > len(data):
+        raise ValueError(f"{name}: truncated record at byte {at}")
+    (n,) = _U32.unpack_from(data, at)
+    chunk = data[at + 4 : at + 4 + n]
+    if len(chunk) != n:
+        raise ValueError(f"{name}: truncated record at byte {at}")
+    return chunk, at + 4 + n
