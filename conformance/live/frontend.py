@@ -21,6 +21,9 @@ A front end offers
     The engine's own benchmark command; it writes one JSON line with
     ``request_throughput``, ``output_throughput``, ``mean_ttft_ms`` and
     ``mean_itl_ms`` to ``output_file``.
+``bench_verdict(runs)`` (optional)
+    Lines for the report: what the engine's published figures or targets
+    say, and whether these runs confirm them (:func:`paired_ratios`).
 
 :func:`check_identical` runs the workload once per mode and lists every
 answer that differs from the baseline's; :func:`bench` runs the benchmark
@@ -41,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["FrontendRunError", "FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "FIGURES", "first_difference"]
+__all__ = ["FrontendRunError", "FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "paired_ratios", "FIGURES", "first_difference"]
 
 class FrontendRunError(RuntimeError):
     """A mode's run could not complete: its server did not start, a request failed at the transport, the benchmark failed.
@@ -194,6 +197,13 @@ def bench(
                     runs.append(run)
                     log(f"c={concurrency} repeat {repeat} {mode}: " + ", ".join(f"{k} {v:.2f}" for k, v in run.figures.items()))
     return runs
+
+
+def paired_ratios(runs: Sequence[BenchRun], mode: str, base: str, concurrency: int, figure: str) -> List[float]:
+    """``figure`` of ``mode`` over ``base``'s, round by round (rounds where both ran), at ``concurrency``."""
+    by_round = {(r.mode, r.repeat): r.figures[figure] for r in runs if r.concurrency == concurrency}
+    rounds = sorted({rep for (m, rep) in by_round if m == mode} & {rep for (m, rep) in by_round if m == base})
+    return [by_round[(mode, rep)] / by_round[(base, rep)] for rep in rounds if by_round[(base, rep)]]
 
 
 def bench_summary(runs: Sequence[BenchRun], modes: Sequence[str]) -> List[Dict[str, Any]]:

@@ -34,6 +34,7 @@ import os
 import random
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -298,6 +299,44 @@ class SGLangFrontend:
             "--random-range-ratio", "1.0", "--num-prompts", str(prompts), "--max-concurrency", str(concurrency),
             "--seed", str(seed), "--output-file", output_file, "--disable-tqdm", "--warmup-requests", "1",
         ]
+
+
+    def bench_verdict(self, runs: Sequence[Any]) -> List[str]:
+        """The seed's figures (msgpack equal to pickle at concurrency 1, +13.8% req/s at 1024) and issue 25's targets, against ``runs``."""
+        from conformance.live.frontend import paired_ratios
+
+        def ratio(mode: str, base: str, c: int, figure: str = "request_throughput") -> Optional[float]:
+            found = paired_ratios(runs, mode, base, c, figure)
+            return statistics.median(found) if found else None
+
+        def fmt(x: Optional[float]) -> str:
+            return "not measured" if x is None else f"x{x:.3f}"
+
+        done = sorted({r.concurrency for r in runs})
+        lines = []
+        c1 = ratio("msgpack", "pickle", 1) if 1 in done else None
+        if c1 is not None:
+            equal = abs(c1 - 1) <= 0.03
+            lines.append(
+                f"Seed, concurrency 1 (msgpack equal to pickle): msgpack/pickle req/s {fmt(c1)} "
+                f"(median of per-round ratios): {'confirmed' if equal else 'not confirmed'} (equal taken as within 3%)."
+            )
+        high = [c for c in done if c > 1]
+        for c in high:
+            r = ratio("msgpack", "pickle", c)
+            seed = " (seed: x1.138 at 1024, on an H100 with a real model)" if c == 1024 else ""
+            lines.append(f"Seed, concurrency {c} (msgpack ahead of pickle): msgpack/pickle req/s {fmt(r)}{seed}: {'confirmed' if r and r > 1 else 'not confirmed'}.")
+        for c in done:
+            r = ratio("reference", "msgpack", c)
+            if r is not None:
+                lines.append(
+                    f"Target, concurrency {c}: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s {fmt(r)}, "
+                    f"mean ITL {fmt(ratio('reference', 'msgpack', c, 'mean_itl_ms'))}: {'met' if r >= 1 else 'MISSED'}."
+                )
+        if 256 in done:
+            r = ratio("msgpack", "pickle", 256)
+            lines.append(f"Target, concurrency 256: msgpack at least 1.10x pickle: {fmt(r)}: {'met' if r and r >= 1.10 else 'MISSED'}.")
+        return lines
 
 
 def _tail(path: str, lines: int = 30) -> str:
