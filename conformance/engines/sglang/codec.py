@@ -16,10 +16,9 @@ from __future__ import annotations
 import enum
 import importlib
 import pickle
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, cast
+from typing import Any, Dict, List, Optional, Type, cast
 
 import msgspec
-import msgspec.inspect
 
 from reference_codec import schema as ref
 
@@ -76,24 +75,6 @@ def _reference_classes() -> Dict[str, type]:
     return table
 
 
-def _may_hold_structs(t: Any) -> bool:
-    """Whether a value of declared type ``t`` (``msgspec.inspect``) can hold a struct, an enum or an untyped value."""
-    mi = msgspec.inspect
-    if isinstance(t, (mi.StructType, mi.EnumType, mi.AnyType, mi.DataclassType, mi.NamedTupleType, mi.TypedDictType)):
-        return True
-    if isinstance(t, mi.UnionType):
-        return any(_may_hold_structs(arm) for arm in t.types)
-    if isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
-        return _may_hold_structs(t.item_type)
-    if isinstance(t, mi.TupleType):
-        return any(_may_hold_structs(x) for x in t.item_types)
-    if isinstance(t, mi.DictType):
-        return _may_hold_structs(t.key_type) or _may_hold_structs(t.value_type)
-    if isinstance(t, mi.Metadata):
-        return _may_hold_structs(t.type)
-    return False
-
-
 class SGLangCodec:
     """SGLang 0.5.23's ``msgpack_encode``/``msgpack_decode`` behind the codec interface."""
 
@@ -146,16 +127,11 @@ class SGLangCodec:
         """A reference value rebuilt with SGLang's classes (structs and enums by name)."""
         return self._convert(value, self._theirs, to_sglang=True)
 
-    def to_reference(self, value: Any, *, unpickle: bool = True) -> Any:
-        """An SGLang value rebuilt with the reference classes.
+    def to_reference(self, value: Any) -> Any:
+        """An SGLang value rebuilt with the reference classes."""
+        return self._convert(value, self._ours, to_sglang=False)
 
-        ``unpickle``: a ``PickleWrapper`` in an opaque field becomes what it
-        wraps, as SGLang's receivers unwrap it; ``False`` keeps it a
-        (reference) ``PickleWrapper``, which is what goes on the wire.
-        """
-        return self._convert(value, self._ours, to_sglang=False, unpickle=unpickle)
-
-    def _convert(self, value: Any, table: Dict[str, type], to_sglang: bool, unpickle: bool = True) -> Any:
+    def _convert(self, value: Any, table: Dict[str, type], to_sglang: bool) -> Any:
         t = type(value)
         if isinstance(value, msgspec.Struct):
             target = table.get(t.__name__)
@@ -166,76 +142,24 @@ class SGLangCodec:
                 item = getattr(value, field)
                 if field in _OPAQUE and to_sglang and item is not None and not isinstance(item, ref.PickleWrapper):
                     kwargs[field] = self._io.wrap_as_pickle(item)
-                elif field in _OPAQUE and not to_sglang and unpickle and item is not None and type(item).__name__ == "PickleWrapper":
+                elif field in _OPAQUE and not to_sglang and item is not None and type(item).__name__ == "PickleWrapper":
                     kwargs[field] = pickle.loads(item.data)  # what SGLang's receivers do
                 else:
-                    kwargs[field] = self._convert(item, table, to_sglang, unpickle)
+                    kwargs[field] = self._convert(item, table, to_sglang)
             return target(**kwargs)
         if isinstance(value, enum.Enum):
             # The table maps names to classes of any kind; this name is an enum's on both sides.
             enum_cls = cast(Optional[Type[enum.Enum]], table.get(t.__name__))
             return enum_cls[value.name] if enum_cls is not None else value
         if t is list:
-            return [self._convert(v, table, to_sglang, unpickle) for v in value]
+            return [self._convert(v, table, to_sglang) for v in value]
         if t is tuple:
-            return tuple(self._convert(v, table, to_sglang, unpickle) for v in value)
+            return tuple(self._convert(v, table, to_sglang) for v in value)
         if t is dict:
-            return {self._convert(k, table, to_sglang, unpickle): self._convert(v, table, to_sglang, unpickle) for k, v in value.items()}
+            return {self._convert(k, table, to_sglang): self._convert(v, table, to_sglang) for k, v in value.items()}
         if t is set:
-            return {self._convert(v, table, to_sglang, unpickle) for v in value}
+            return {self._convert(v, table, to_sglang) for v in value}
         return value
-
-    def planned_converter(self, *, to_sglang: bool, unpickle: bool = True) -> Callable[[Any], Any]:
-        """:meth:`to_sglang` (or :meth:`to_reference`) for messages whose values match their declared types, faster.
-
-        A struct's fields whose declared type can hold no struct, enum or
-        untyped value (token ids, logprob lists, flags) are passed on as they
-        are instead of being walked element by element; the others are
-        converted as :meth:`_convert` does. For a process that sends only
-        well-typed messages (a running SGLang server: ``reference_ipc``); the
-        suite, which draws values of every kind, uses the walking converters.
-        """
-        table = self._theirs if to_sglang else self._ours
-        plans: Dict[type, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {}
-        convert = self._convert
-
-        def plan(cls: type) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
-            found = plans.get(cls)
-            if found is None:
-                names: Tuple[str, ...] = getattr(cls, "__struct_fields__")
-                try:
-                    fields = cast(Any, msgspec.inspect.type_info(cls)).fields
-                    walk = tuple(f.name for f in fields if f.name in _OPAQUE or _may_hold_structs(f.type))
-                except Exception:  # a type msgspec cannot describe: walk every field
-                    walk = tuple(names)
-                found = plans[cls] = (tuple(f for f in names if f not in walk), walk)
-            return found
-
-        def run(value: Any) -> Any:
-            cls = type(value)
-            target = table.get(cls.__name__)
-            if target is None or not isinstance(value, msgspec.Struct):
-                return convert(value, table, to_sglang, unpickle)
-            keep, walk = plan(cls)
-            kwargs = {name: getattr(value, name) for name in keep}
-            if walk:
-                # the walked fields through the general converter, as one struct of them would be
-                for name in walk:
-                    item = getattr(value, name)
-                    if item is None:
-                        kwargs[name] = None
-                    elif name in _OPAQUE:
-                        if to_sglang and not isinstance(item, ref.PickleWrapper):
-                            kwargs[name] = self._io.wrap_as_pickle(item)
-                        elif not to_sglang and unpickle and type(item).__name__ == "PickleWrapper":
-                            kwargs[name] = pickle.loads(item.data)
-                        else:
-                            kwargs[name] = convert(item, table, to_sglang, unpickle)
-                    else:
-                        kwargs[name] = convert(item, table, to_sglang, unpickle)
-            return target(**kwargs)
-
-        return run
 
     def as_held(self, msg: Any) -> Any:
         """``msg`` as SGLang holds it: built with SGLang's classes, then converted back, without the wire.

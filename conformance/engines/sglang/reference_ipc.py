@@ -10,15 +10,9 @@ in the environment (which every SGLang process inherits); it replaces
 ``sock_send``, ``sock_recv`` and their async forms call, with the reference
 codec's wire v1 (byte-compatible with SGLang's):
 
-* encode: the SGLang message is rebuilt with the reference schema's classes
-  (by class name; a ``PickleWrapper`` stays one) and encoded by
-  :class:`reference_codec.ReferenceCodec`;
-* decode: the frame is decoded by the reference codec (``allow_pickle=True``:
-  SGLang sends ``time_stats`` pickled) and rebuilt with SGLang's classes,
-  the opaque fields wrapped again as SGLang's receivers expect.
-
-The conversion between class sets is part of what this mode costs; it is
-measured with the rest (docs/live-sglang.md). Installing needs SGLang's
+:class:`reference_codec.ReferenceCodec` over SGLang's own message classes
+(:func:`codec_functions`): the reference's encoder, decoder, hooks, buffer
+layouts and limits, no conversion between class sets. Installing needs SGLang's
 msgpack path on (``SGLANG_USE_PICKLE_IPC=0``); otherwise :func:`install`
 raises :class:`ReferenceIpcError`, which the plugin writes to stderr; no
 marker is written, which the live check reads as a failed start.
@@ -49,22 +43,26 @@ class ReferenceIpcError(RuntimeError):
 
 
 def codec_functions() -> Tuple[Callable[[Any], Frame], Callable[[Any], Any]]:
-    """``(encode, decode)`` with the signatures of SGLang's ``msgpack_encode`` and ``msgpack_decode``, backed by the reference codec."""
+    """``(encode, decode)`` with the signatures of SGLang's ``msgpack_encode`` and ``msgpack_decode``, backed by the reference codec.
+
+    The reference codec reads and writes SGLang's own message classes
+    (``ReferenceCodec(message_types=...)``): wire v1 is SGLang's bytes, so
+    nothing is converted. SGLang's ``PickleWrapper`` is a plain struct to
+    it: it travels as is, and SGLang's receivers unwrap it as they do with
+    SGLang's codec.
+    """
     from reference_codec import ReferenceCodec
 
     from .codec import SGLangCodec
 
-    adapter = SGLangCodec()
-    codec = ReferenceCodec(allow_pickle=True)
-    to_reference = adapter.planned_converter(to_sglang=False, unpickle=False)
-    to_sglang = adapter.planned_converter(to_sglang=True)
+    codec = ReferenceCodec(message_types=list(SGLangCodec().message_types.values()))
     encode_frames, decode_frames = codec.encode, codec.decode
 
     def encode(obj: Any) -> Frame:  # zmq sends any buffer; a spliced body is not bytes
-        return encode_frames(to_reference(obj))[0]
+        return encode_frames(obj)[0]
 
     def decode(data: Any) -> Any:
-        return to_sglang(decode_frames([bytes(data)]))
+        return decode_frames([data if type(data) is bytes else bytes(data)])
 
     return encode, decode
 
