@@ -102,6 +102,15 @@ class ReferenceCodec:
         Where decoded tensors go (``None``: the device they were sent from).
         A tensor from a device this process lacks raises ``DecodeError``.
 
+    message_types
+        The message classes frames decode to and ``encode`` accepts (default:
+        the reference schema's, :data:`MESSAGE_TYPES`). Another set of
+        tagged ``array_like`` structs with the same wire, such as SGLang's own
+        classes, is read and written directly: the same bytes, no conversion,
+        the codec's checks and buffer layouts applied to those classes' types.
+        A ``PickleWrapper`` of another class set is a plain struct here: it
+        travels as is and is never unpickled by the codec.
+
     pause_gc_bytes
         Decode a body of this many bytes or more with Python's cyclic garbage
         collector paused (default 64 KiB; ``None``: never). A large batch
@@ -131,6 +140,7 @@ class ReferenceCodec:
         limits: DecodeLimits = DecodeLimits(),
         map_location: MapLocation = None,
         pause_gc_bytes: Optional[int] = PAUSE_GC_BYTES,
+        message_types: Optional[Sequence[type]] = None,
     ):
         if out_of_band_threshold is not None and (
             not isinstance(out_of_band_threshold, int) or isinstance(out_of_band_threshold, bool) or out_of_band_threshold < 0
@@ -142,6 +152,10 @@ class ReferenceCodec:
             raise ValueError(f"pause_gc_bytes must be None or an int >= 0, got {pause_gc_bytes!r}")
         if not isinstance(limits, DecodeLimits):
             raise TypeError(f"limits must be a DecodeLimits, got {type(limits).__name__}")
+        types = tuple(MESSAGE_TYPES.values()) if message_types is None else tuple(message_types)
+        if not types or not all(isinstance(t, type) and issubclass(t, msgspec.Struct) for t in types):
+            raise TypeError(f"message_types must be a non-empty sequence of msgspec.Struct classes, got {message_types!r}")
+        self._own_schema = message_types is None
         self.out_of_band_threshold = out_of_band_threshold
         self.out_of_band = out_of_band_threshold is not None
         self.allow_pickle = allow_pickle
@@ -152,8 +166,8 @@ class ReferenceCodec:
         # a bytes body shorter than this needs neither the size check nor the pause (decode's short path)
         self._short_below = min(self._pause_gc_at, limits.max_message_bytes + 1)
         # per message class, the walk of its untyped, opaque and (encode) typed-set positions; None: nothing to visit
-        self._encode_walkers = {cls: walker_for(cls, sets=True) for cls in MESSAGE_TYPES.values()}
-        self._decode_walkers = {cls: walker_for(cls, sets=False) for cls in MESSAGE_TYPES.values()}
+        self._encode_walkers = {cls: walker_for(cls, sets=True) for cls in types}
+        self._decode_walkers = {cls: walker_for(cls, sets=False) for cls in types}
         # (ext code, metadata bytes) -> validated layout; off when map_location is a callable,
         # whose answer may change from call to call
         self._layouts: Optional[Dict[Tuple[int, bytes], Any]] = None if callable(map_location) else {}
@@ -163,10 +177,10 @@ class ReferenceCodec:
         # (shape, dtype) -> layout head of a plain CPU tensor (see buffers.plain_tensor_bytes)
         self._tensor_heads: Dict[Tuple[Any, Any], bytes] = {}
         self._decoder = msgspec.msgpack.Decoder(
-            Union[tuple(MESSAGE_TYPES.values())], dec_hook=self._dec_hook, ext_hook=self._ext_hook
+            Union[types], dec_hook=self._dec_hook, ext_hook=self._ext_hook
         )
         self._untyped_decoder = msgspec.msgpack.Decoder(ext_hook=self._ext_hook)
-        self._root_type = Union[tuple(MESSAGE_TYPES.values())]
+        self._root_type = Union[types]
 
     def __repr__(self) -> str:
         parts = []
@@ -184,7 +198,8 @@ class ReferenceCodec:
             walk = self._encode_walkers[type(msg)]
         except KeyError:
             raise EncodeError(
-                f"{type(msg).__qualname__} is not a message of the reference schema (see MESSAGE_TYPES)"
+                f"{type(msg).__qualname__} is not a message of "
+                + ("the reference schema (see MESSAGE_TYPES)" if self._own_schema else "this codec's message_types")
             ) from None
         state = self._state
         if self.out_of_band:

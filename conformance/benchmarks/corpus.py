@@ -19,6 +19,13 @@ Families
     (``(tokens + 128) x 24 x 8`` int32 per request).
 ``BatchEmbeddingOutput-32``
     32 embeddings of 1024 floats and their pooled hidden states (4096 float32).
+``live-*``
+    What SGLang 0.5.23's own server sent in a live run
+    (``conformance/benchmarks/recorded/*.json``, written by
+    ``python -m conformance.engines.sglang.live_record``), decoded with the
+    reference codec: ``live-BatchTokenIDOutput-1`` is the one-request decode
+    step every token of a concurrency-1 run sends,
+    ``live-TokenizedGenerateReqInput`` a 1024-token request, and so on.
 ``tensor-<size>``
     One float32 tensor of ``size`` bytes in the smallest message that carries
     one (``BatchEmbeddingOutput.pooled_hidden_states``): 1 KiB to 256 MiB.
@@ -47,6 +54,7 @@ __all__ = [
     "build",
     "size_label",
     "parse_size",
+    "recorded_families",
     "tensor_message",
     "payload_tensor_bytes",
 ]
@@ -232,6 +240,33 @@ MESSAGE_FAMILIES: Dict[str, Callable[[], Any]] = {
     "BatchTokenIDOutput-256": lambda: batch_token_id_output(256),
     "BatchEmbeddingOutput-32": batch_embedding_output,
 }
+
+#: Recorded frames (``live-*`` families), one JSON file per engine release.
+RECORDED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recorded")
+
+
+def _recorded(frame_hex: str) -> Any:
+    from reference_codec import ReferenceCodec
+
+    return ReferenceCodec().decode([bytes.fromhex(frame_hex)])
+
+
+def recorded_families(folder: str = RECORDED_DIR) -> Dict[str, Callable[[], Any]]:
+    """``live-*`` family -> builder (the reference codec's decode of the recorded frame), from every ``*.json`` in ``folder``."""
+    import json
+
+    found: Dict[str, Callable[[], Any]] = {}
+    if not os.path.isdir(folder):
+        return found
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                for family, frame_hex in json.load(fh)["frames"].items():
+                    found[family] = functools.partial(_recorded, frame_hex)
+    return found
+
+
+MESSAGE_FAMILIES.update(recorded_families())
 
 #: Family name -> builder, message families first, then this run's tensor sizes.
 FAMILIES: Dict[str, Callable[[], Any]] = dict(MESSAGE_FAMILIES)

@@ -241,6 +241,15 @@ class Engine:
         checked by ``python -m conformance.vectors check`` and sent to any
         testee by ``python -m conformance.vectors test --engine NAME``;
         ``None``: none.
+    live_frontend
+        ``() -> front end``: the engine's real serving front end (its HTTP
+        server and IPC processes, started for real) for ``python -m
+        conformance.live --frontend NAME``: IPC modes, a server per mode, a
+        seeded workload, normalised answers, the control requests and the
+        engine's own benchmark command; the interface is in
+        :mod:`conformance.live.frontend`. Imports inside (the engine's
+        package need not be installed to load the engine). ``None``: the
+        engine has none.
     """
 
     name: str
@@ -263,6 +272,7 @@ class Engine:
     releases: Sequence[Release] = ()
     snapshots_dir: Optional[str] = None
     value_vectors: Optional[ValueVectors] = None
+    live_frontend: Optional[Callable[[], Any]] = None
 
     @functools.cached_property
     def types(self) -> Mapping[str, type]:

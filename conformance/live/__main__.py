@@ -5,6 +5,9 @@ Exit status: 0 when every request's answers are identical across the codecs
 failed (a process died, answers never came), 2 when the baseline itself
 could not run or an option is bad.
 
+``--frontend ENGINE`` runs the engine's real serving front end instead
+(:mod:`conformance.live.frontend_main`; ``--frontend sglang --help``).
+
 ``--ipc-bound`` takes the model out of the way (the scheduler reads its
 outputs from precomputed tables, :mod:`conformance.live.precomputed`), so the
 time left is IPC; with ``--workload decode-heavy --concurrency 256
@@ -31,6 +34,12 @@ _SHOWN = 20
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a == "--frontend" or a.startswith("--frontend=") for a in argv):
+        # an engine's real front end instead of this project's pipeline: its own options
+        from .frontend_main import main as frontend_main
+
+        return frontend_main(argv)
     parser = argparse.ArgumentParser(prog="python -m conformance.live", description=__doc__.split("\n\n")[0])
     parser.add_argument("--compare", default="pickle,reference", help="comma-separated codec specs; the first is the baseline (default: %(default)s)")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="mixed", help="the request stream (default: %(default)s)")

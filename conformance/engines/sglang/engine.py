@@ -87,6 +87,12 @@ def _samples(seed: int):
     return [(f"BatchTokenIDOutput-{batch}", batch_token_id_output(batch, seed=seed)) for batch in (1, 8)]
 
 
+def _live_frontend():
+    from conformance.engines.sglang.live_frontend import SGLangFrontend
+
+    return SGLangFrontend()
+
+
 def _wire_reference(out_of_band: bool):
     return _reference_v2() if out_of_band else _reference()
 
@@ -111,4 +117,5 @@ ENGINE = Engine(
     snapshots_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
     package="sglang",
     releases=RELEASES,
+    live_frontend=_live_frontend,
 )
