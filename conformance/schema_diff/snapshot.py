@@ -44,6 +44,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Union
 import msgspec
 from msgspec import inspect as mi
 
+from conformance.engines.profile import family_absent
 from reference_codec.type_tree import MAPPING_TYPES, RECORD_TYPES, STRUCT_TYPES, is_untyped, type_info
 
 __all__ = [
@@ -330,8 +331,10 @@ def classes_snapshot(roots: Mapping[str, type], *, framing: str, engine: str, re
 def engine_snapshot(engine: Any, *, release: Optional[str] = None, families: Optional[List[str]] = None) -> Snapshot:
     """The snapshot of an :class:`~conformance.engines.profile.Engine`'s families, from the release installed in this process.
 
-    A family whose roots do not import (it appeared in a later release) is
-    left out; ``families`` keeps only those named. ``release`` defaults to
+    A family the installed release does not have (a module of the engine's
+    own package is missing, or ``FamilyNotInRelease``) is left out and named
+    in ``absent``; a family that does not import for another reason (this
+    environment lacks a dependency) raises :class:`SnapshotError`. ``families`` keeps only those named. ``release`` defaults to
     the installed version of the engine's package.
     """
     if not engine.families:
@@ -348,7 +351,13 @@ def engine_snapshot(engine: Any, *, release: Optional[str] = None, families: Opt
             continue
         try:
             roots[fam.name] = fam.roots()
-        except ImportError as exc:  # the family appeared in a later release, or the environment lacks a dependency: recorded, not hidden
+        except ImportError as exc:
+            if not family_absent(exc, engine.package):
+                # Recording it as absent would write "this release has no such family" into the history for good.
+                raise SnapshotError(
+                    f"family {fam.name!r} of {engine.name} {version} did not import, and not because the release lacks it: "
+                    f"{type(exc).__name__}: {exc} (install the dependency into this environment and take the snapshot again)"
+                ) from exc
             absent[fam.name] = f"{type(exc).__name__}: {exc}"
     snapshot = take_snapshot({fam.name: family(fam) for fam in engine.families if fam.name in roots}, engine=engine.name, release=version, package=engine.package)
     snapshot.absent = absent

@@ -24,7 +24,22 @@ def test_every_listed_release_has_a_snapshot_of_its_own_release(name):
         assert os.path.exists(path), f"no snapshot of {name} {release.version}: python -m conformance.releases history --engine {name}"
         snapshot = load(path)
         assert (snapshot.engine, snapshot.release) == (name, release.version)
-        assert snapshot.message_count() > 0 and not snapshot.absent, snapshot.absent
+        assert snapshot.message_count() > 0, f"{name} {release.version}: no message in its snapshot"
+
+
+@pytest.mark.parametrize("name", WITH_RELEASES)
+def test_a_family_absent_from_a_snapshot_is_one_the_release_does_not_have(name):
+    """A family is absent only because the release lacks it (a module of the engine's own package, or ``FamilyNotInRelease``),
+    never because the environment that took the snapshot lacked a dependency; the newest listed release, which the families
+    are declared from, lacks none."""
+    engine = find_engine(name)
+    lacks = ("FamilyNotInRelease:", f"ModuleNotFoundError: No module named '{engine.package}.")
+    for release in engine.releases:
+        absent = load(snapshot_path(engine, release.version)).absent
+        wrong = {family: why for family, why in absent.items() if not why.startswith(lacks)}
+        assert not wrong, f"{name} {release.version}: absent for a reason other than the release lacking it: {wrong}"
+    newest = engine.releases[-1].version
+    assert not load(snapshot_path(engine, newest)).absent, f"{name} {newest}, the newest listed release, lacks a family"
 
 
 def _pair(name, old, new):

@@ -211,3 +211,27 @@ def test_a_module_is_read_by_discovering_its_tagged_messages(tmp_path, monkeypat
     assert report["breaking"] == 1 and report["changes"][0]["where"] == "TokenizedGenerateReqInput.sampling_params -> SamplingParams"
     with pytest.raises(SystemExit):
         main(["schema_v1", "no_such_module_here"])
+
+
+def _engine_with_family_raising(exc: ImportError):
+    from types import SimpleNamespace
+
+    from conformance.engines import MessageFamily
+
+    class Ping(msgspec.Struct, tag=True):
+        n: int
+
+    def missing():
+        raise exc
+
+    families = (MessageFamily("core", "pings", lambda: {"Ping": Ping}), MessageFamily("later", "newer family", missing))
+    return SimpleNamespace(name="toy", package="toyengine", families=families)  # what engine_snapshot reads of an Engine
+
+
+def test_a_snapshot_names_a_family_the_release_lacks_and_refuses_one_that_a_missing_dependency_hides():
+    from conformance.schema_diff.snapshot import SnapshotError, engine_snapshot
+
+    lacked = engine_snapshot(_engine_with_family_raising(ModuleNotFoundError("no", name="toyengine.later")), release="1.0")
+    assert list(lacked.families) == ["core"] and set(lacked.absent) == {"later"}
+    with pytest.raises(SnapshotError, match=r"family 'later' of toy 1.0 did not import, and not because the release lacks it.*httpx"):
+        engine_snapshot(_engine_with_family_raising(ModuleNotFoundError("No module named 'httpx'", name="httpx")), release="1.0")
