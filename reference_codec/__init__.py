@@ -9,7 +9,7 @@ Public surface::
 The wire format is specified in :mod:`reference_codec.wire`.
 """
 
-from .codec import Frames, ReferenceCodec
+from .codec import Frame, Frames, ReferenceCodec
 from .errors import DecodeError, EncodeError
 from .limits import DecodeLimits
 from .pickle_codec import PickleCodec
@@ -21,6 +21,7 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "DecodeLimits",
+    "Frame",
     "Frames",
     "MESSAGE_TYPES",
 ]

@@ -8,7 +8,7 @@ import gc
 import pickle
 import threading
 from array import array
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import msgspec
 import numpy as np
@@ -24,10 +24,12 @@ from .schema import ENUM_TYPES, MESSAGE_TYPES, Int128, PickleWrapper
 from .schema_plan import Walker, walker_for
 from .splice import SPLICE_MIN_BYTES, BufferSplicer
 
-__all__ = ["ReferenceCodec", "Frames"]
+__all__ = ["ReferenceCodec", "Frame", "Frames"]
 
+#: One frame: what zmq sends (a spliced wire v1 body is not bytes).
+Frame = Union[bytes, bytearray, memoryview]
 #: What ``encode`` returns and ``decode`` accepts: the body, then any out-of-band buffers.
-Frames = List[Union[bytes, bytearray, memoryview]]
+Frames = List[Frame]
 
 _INT_MIN = -(2**63)
 _UINT_MAX = 2**64 - 1
@@ -201,9 +203,13 @@ class ReferenceCodec:
                 f"{type(msg).__qualname__} is not a message of "
                 + ("the reference schema (see MESSAGE_TYPES)" if self._own_schema else "this codec's message_types")
             ) from None
-        state = self._state
         if self.out_of_band:
-            return self._encode_out_of_band(msg, walk, state)
+            return self._encode_out_of_band(msg, walk, self._state)
+        return [self._encode_v1(msg, walk)]
+
+    def _encode_v1(self, msg: msgspec.Struct, walk: Optional[Walker]) -> Frame:
+        """The wire v1 body of ``msg``, whose class's encode walk is ``walk``."""
+        state = self._state
         try:
             wire_msg = msg if walk is None else walk(msg, self._encode_untyped, ())
             body = self._encoder.encode(wire_msg)
@@ -213,14 +219,61 @@ class ReferenceCodec:
             if located is None:
                 raise
             raise located from exc
-        splicer = state.splicer  # set by the hook when it held a large buffer back
-        if splicer is None:
-            return [body]
-        state.splicer = None
-        spliced = splicer.assemble(body)
+        if state.splicer is None:  # set by the hook when it held a large buffer back
+            return body
+        return self._spliced(body, wire_msg)
+
+    def _spliced(self, body: bytes, wire_msg: object) -> Frame:
+        """The body with the buffers the hook held back put in place of their placeholders."""
+        state = self._state
+        splicer, state.splicer = state.splicer, None
+        spliced = splicer.assemble(body) if splicer is not None else None
         if spliced is not None:
-            return [spliced]
-        return [self._unspliced_encoder.encode(wire_msg)]  # a placeholder went missing from the body
+            return spliced
+        return self._unspliced_encoder.encode(wire_msg)  # a placeholder went missing from the body
+
+    def frame_functions(self) -> Tuple[Callable[[msgspec.Struct], Frame], Callable[[Frame], msgspec.Struct]]:
+        """``(encode_frame, decode_frame)``: wire v1 in one frame, for a transport that sends one buffer per message.
+
+        ``encode_frame(msg)`` is ``encode(msg)[0]`` and ``decode_frame(body)`` is
+        ``decode([body])``: the same bytes, checks and errors. They leave out the
+        per-call work of a list of frames, which a small message feels (SGLang's
+        ``sock_send`` and ``sock_recv`` send one buffer and call their codec once
+        per message: control requests, one request's decode step). ValueError
+        for a wire v2 codec, whose messages are several frames.
+        """
+        if self.out_of_band:
+            raise ValueError("frame_functions needs wire v1 (out_of_band_threshold=None): wire v2 sends several frames per message")
+        walkers, decode_walkers = self._encode_walkers, self._decode_walkers
+        state, encode, decode = self._state, self._encoder.encode, self._decoder.decode
+        encode_v1, decode_frames, decode_failure, visit = self._encode_v1, self.decode, self._decode_failure, self._decode_untyped
+        short_below = self._short_below
+
+        def unknown(value: Any, visit: Any, path: Tuple) -> object:  # the walk of a class that is not a message: never called
+            raise AssertionError("not a message class")
+
+        def encode_frame(msg: msgspec.Struct) -> Frame:
+            walk = walkers.get(type(msg), unknown)
+            if walk is not None:  # a walk to make, or not a message: the general path (which raises EncodeError for the latter)
+                return encode_v1(msg, walk) if walk is not unknown else self.encode(msg)[0]
+            try:
+                body = encode(msg)
+            except BaseException:
+                state.splicer = None
+                return encode_v1(msg, None)  # again, to raise the located error
+            return body if state.splicer is None else self._spliced(body, msg)
+
+        def decode_frame(body: Frame) -> msgspec.Struct:
+            if type(body) is not bytes or len(body) >= short_below:
+                return decode_frames([body])
+            try:
+                msg = decode(body)
+            except _DECODE_FAILURES as exc:
+                raise decode_failure(body, exc) from None
+            walk = decode_walkers[type(msg)]
+            return msg if walk is None else walk(msg, visit, ())  # type: ignore[return-value]  # a walk returns its struct's type
+
+        return encode_frame, decode_frame
 
     def _encode_out_of_band(self, msg: msgspec.Struct, walk: Optional[Walker], state: _CallState) -> Frames:
         """Wire v2: the body, then every buffer at or over the threshold, collected by the hook."""

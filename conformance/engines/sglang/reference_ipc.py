@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Tuple
 
-Frame = Union[bytes, bytearray, memoryview]
+if TYPE_CHECKING:  # the codec (and torch) is imported when installed, not when the plugin loads
+    from reference_codec import Frame
 
 __all__ = ["IPC_ENV", "INSTALLED_MARKER", "ReferenceIpcError", "codec_functions", "install"]
 
@@ -42,7 +43,7 @@ class ReferenceIpcError(RuntimeError):
     """The reference codec cannot replace SGLang's in this process (pickle IPC on, SGLang missing)."""
 
 
-def codec_functions() -> Tuple[Callable[[Any], Frame], Callable[[Any], Any]]:
+def codec_functions() -> Tuple[Callable[[Any], "Frame"], Callable[[Any], Any]]:
     """``(encode, decode)`` with the signatures of SGLang's ``msgpack_encode`` and ``msgpack_decode``, backed by the reference codec.
 
     The reference codec reads and writes SGLang's own message classes
@@ -56,15 +57,7 @@ def codec_functions() -> Tuple[Callable[[Any], Frame], Callable[[Any], Any]]:
     from .codec import SGLangCodec
 
     codec = ReferenceCodec(message_types=list(SGLangCodec().message_types.values()))
-    encode_frames, decode_frames = codec.encode, codec.decode
-
-    def encode(obj: Any) -> Frame:  # zmq sends any buffer; a spliced body is not bytes
-        return encode_frames(obj)[0]
-
-    def decode(data: Any) -> Any:
-        return decode_frames([data if type(data) is bytes else bytes(data)])
-
-    return encode, decode
+    return codec.frame_functions()  # one buffer per message, as sock_send and sock_recv move them
 
 
 def install() -> None:
