@@ -247,6 +247,7 @@ class ReferenceCodec:
         walkers, decode_walkers = self._encode_walkers, self._decode_walkers
         state, encode, decode = self._state, self._encoder.encode, self._decoder.decode
         encode_v1, decode_frames, decode_failure, visit = self._encode_v1, self.decode, self._decode_failure, self._decode_untyped
+        encode_untyped = self._encode_untyped
         short_below = self._short_below
 
         def unknown(value: Any, visit: Any, path: Tuple) -> object:  # the walk of a class that is not a message: never called
@@ -254,14 +255,19 @@ class ReferenceCodec:
 
         def encode_frame(msg: msgspec.Struct) -> Frame:
             walk = walkers.get(type(msg), unknown)
-            if walk is not None:  # a walk to make, or not a message: the general path (which raises EncodeError for the latter)
-                return encode_v1(msg, walk) if walk is not unknown else self.encode(msg)[0]
+            if walk is unknown:
+                return self.encode(msg)[0]  # not a message: the general path raises its EncodeError
+            wire_msg = msg
             try:
-                body = encode(msg)
-            except BaseException:
-                state.splicer = None
-                return encode_v1(msg, None)  # again, to raise the located error
-            return body if state.splicer is None else self._spliced(body, msg)
+                if walk is not None:
+                    wire_msg = walk(msg, encode_untyped, ())
+                body = encode(wire_msg)
+            except BaseException as exc:
+                state.splicer = None  # the hook may have held buffers back before the failure
+                if not isinstance(exc, Exception):
+                    raise
+                return encode_v1(msg, walk)  # again, to raise the located error
+            return body if state.splicer is None else self._spliced(body, wire_msg)
 
         def decode_frame(body: Frame) -> msgspec.Struct:
             if type(body) is not bytes or len(body) >= short_below:

@@ -171,9 +171,10 @@ def _compile_struct(cls: type, plan: List[Tuple[str, Node]], sets: bool) -> Walk
         else:
             env[f"_walk{i}"] = _compile(node, sets)
             call = f"_walk{i}(item, visit, path + ({name!r},))"
+        skip = _all_none_guard(node, sets, i, env)
         lines += [
             f"    item = value.{name}",
-            "    if item is not None:",
+            f"    if item is not None{skip}:",
             f"        new = {call}",
             "        if new is not item:",
             "            if changes is None:",
@@ -185,6 +186,32 @@ def _compile_struct(cls: type, plan: List[Tuple[str, Node]], sets: bool) -> Walk
     walk = env["walk"]
     walk.__qualname__ = f"walk_{cls.__name__}"
     return cast(Walker, walk)
+
+
+#: At most this many watched fields of a nested struct are read inline (see :func:`_all_none_guard`).
+_INLINE_GUARD_FIELDS = 4
+
+
+def _all_none_guard(node: Node, sets: bool, i: int, env: Dict[str, Any]) -> str:
+    """A condition that skips the call into a nested struct whose watched fields are all None, or ``""``.
+
+    A request's ``sampling_params`` is walked on encode for its
+    ``stop_token_ids`` set, which is almost always None: reading that field in
+    the outer walk costs an attribute read where the call into the nested walk
+    costs a call, a path tuple and a type dispatch, on every request sent.
+    Only for a field of exactly one struct class (an instance of a subclass,
+    or any other value, still takes the call).
+    """
+    if node.kind not in ("struct", "union") or node.child is not None or len(node.structs) != 1:
+        return ""
+    ((cls, sub),) = node.structs.items()
+    if sub is OPAQUE:
+        return ""
+    fields = [name for name, inner in (plan_for(cls) or []) if _needed(inner, sets)]
+    if not fields or len(fields) > _INLINE_GUARD_FIELDS or not all(name.isidentifier() for name in fields):
+        return ""
+    env[f"_cls{i}"] = cls
+    return f" and not (type(item) is _cls{i}" + "".join(f" and item.{name} is None" for name in fields) + ")"
 
 
 def _leaf_kind(node: Node, sets: bool) -> Optional[str]:

@@ -667,5 +667,6 @@ def test_the_default_engine_declares_its_codec_as_the_bench_target_under_its_rel
     from conformance.engines.sglang.codec import SGLANG_VERSION
 
     engine = load_engine()
-    assert engine.bench_target == "sglang" and set(engine.bench_codecs) == {"sglang"}
-    assert engine.bench_labels == {"sglang": f"SGLang {SGLANG_VERSION}"} and RELEASE == SGLANG_VERSION
+    assert engine.bench_target == "sglang" and set(engine.bench_codecs) == {"sglang", "reference-in-sglang"}
+    assert engine.bench_labels["sglang"] == f"SGLang {SGLANG_VERSION}" and RELEASE == SGLANG_VERSION
+    assert set(engine.bench_labels) == set(engine.bench_codecs)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional, Set
+
+import msgspec
+import pytest
+
 from reference_codec import schema as s
 from reference_codec.codec import _canonical_set
 from reference_codec.samples import minimal
@@ -45,3 +50,24 @@ def test_walk_paths_name_the_fields_it_visits():
     message = _request(s.SamplingParams(stop_token_ids={1, 2}))
     walker_for(type(message), sets=True)(message, lambda kind, value, path: seen.append((kind, path)) or value, ())
     assert seen == [("set", ("sampling_params", "stop_token_ids"))]
+
+
+class _Inner(msgspec.Struct):
+    first: Optional[Set[int]] = None
+    second: Optional[Set[int]] = None
+
+
+class _Outer(msgspec.Struct):
+    inner: Optional[_Inner] = None
+
+
+@pytest.mark.parametrize("inner", [_Inner(first={3, 1}), _Inner(second={3, 1}), _Inner(first={2}, second={3, 1})], ids=["first", "second", "both"])
+def test_a_nested_struct_is_entered_whenever_any_of_its_watched_fields_is_set(inner):
+    seen = []
+    walker_for(_Outer, sets=True)(_Outer(inner), lambda kind, value, path: seen.append(path) or value, ())
+    assert seen == [("inner", name) for name in ("first", "second") if getattr(inner, name) is not None]
+
+
+def test_a_nested_struct_whose_watched_fields_are_all_none_is_left_as_it_is():
+    message = _Outer(_Inner())
+    assert walker_for(_Outer, sets=True)(message, lambda kind, value, path: pytest.fail(f"visited {path}"), ()) is message

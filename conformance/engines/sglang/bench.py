@@ -1,4 +1,10 @@
-"""SGLang 0.5.23's own codec as a benchmark codec: what the engine's ``bench_codecs`` name ``sglang``.
+"""SGLang 0.5.23's own codec, and the reference codec as it runs inside SGLang, as benchmark codecs.
+
+``sglang`` is SGLang's ``msgpack_encode``/``msgpack_decode``;
+``reference-in-sglang`` is what the reference IPC plug-in installs in their
+place in every SGLang process (:func:`~.reference_ipc.codec_functions`: the
+reference codec over SGLang's own classes, one frame per message). The pair is
+the in-process form of the live check's ``msgpack`` and ``reference`` modes.
 
 ``prepare`` converts the reference message into SGLang's own classes once,
 outside the timed call, so that only SGLang's ``msgpack_encode`` and
@@ -13,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-__all__ = ["BENCH_CODECS", "BENCH_LABELS", "BENCH_TARGET", "bench_codec"]
+__all__ = ["BENCH_CODECS", "BENCH_LABELS", "BENCH_TARGET", "bench_codec", "reference_in_sglang_codec"]
 
 #: The release the label names; ``conformance/tests`` checks it is the adapter's ``SGLANG_VERSION``.
 RELEASE = "0.5.23"
@@ -42,9 +48,22 @@ def bench_codec() -> Any:
     )
 
 
+def reference_in_sglang_codec() -> Any:
+    """The reference codec as the plug-in runs it inside SGLang, on SGLang's classes; errors as :func:`bench_codec`'s."""
+    from conformance.benchmarks.codecs import BenchCodec
+
+    from .codec import SGLangCodec, sglang_available
+    from .reference_ipc import codec_functions
+
+    if not sglang_available():
+        raise ImportError(f"SGLang {RELEASE} is not installed (tox -e sglang, or the sglang venv)")
+    encode, decode = codec_functions()
+    return BenchCodec("reference-in-sglang", SGLangCodec().to_sglang, lambda obj: [encode(obj)], lambda frames: decode(frames[0]))
+
+
 #: Benchmark codecs of the engine, by name (``Engine.bench_codecs``).
-BENCH_CODECS: Dict[str, Callable[[], Any]] = {"sglang": bench_codec}
+BENCH_CODECS: Dict[str, Callable[[], Any]] = {"sglang": bench_codec, "reference-in-sglang": reference_in_sglang_codec}
 #: Their column headers and names in the target lines (``Engine.bench_labels``).
-BENCH_LABELS: Dict[str, str] = {"sglang": f"SGLang {RELEASE}"}
+BENCH_LABELS: Dict[str, str] = {"sglang": f"SGLang {RELEASE}", "reference-in-sglang": f"reference inside SGLang {RELEASE}"}
 #: The codec the reference codec's speed targets compare with (``Engine.bench_target``).
 BENCH_TARGET = "sglang"
