@@ -382,8 +382,6 @@ class ReferenceCodec:
     def _encode_untyped(self, kind: str, value: object, path: Tuple) -> object:
         if kind == "opaque":
             return value  # a PickleWrapper the caller put there travels as is
-        if kind == "set":
-            return _canonical_set(value)
         return self._untyped_to_wire(value, path, 0)
 
     def _untyped_to_wire(self, value: object, path: Tuple, depth: int) -> object:
@@ -678,8 +676,6 @@ class ReferenceCodec:
         return buffers.array_from_layout(layout, raw, self.limits)
 
     def _decode_untyped(self, kind: str, value: object, path: Tuple) -> object:
-        if kind == "set":
-            return value
         if kind == "opaque":
             if not isinstance(value, PickleWrapper):
                 return value
@@ -730,7 +726,6 @@ def _refuse_leaf(value: object, path: Tuple) -> None:
     raise DecodeError(f"{type(value).__name__} (msgpack timestamp ext -1) is not part of the reference wire", format_path(path))
 
 
-_PLAIN_SORTABLE = frozenset({int, str})
 
 
 def _remember(cache: Dict[Any, Any], key: Any, value: Any) -> None:
@@ -741,27 +736,6 @@ def _remember(cache: Dict[Any, Any], key: Any, value: Any) -> None:
     if len(cache) >= _LAYOUT_CACHE_SIZE:
         cache.clear()
     cache[key] = value
-
-
-def _canonical_set(value: object) -> object:
-    """A typed set's items in ascending order (by type name, then value): the wire's canonical order."""
-    if not isinstance(value, (set, frozenset)) or len(value) < 2:
-        return value  # zero or one item: one order only
-    items = list(value)
-    first = type(items[0])
-    if first in _PLAIN_SORTABLE:
-        for item in items:
-            if type(item) is not first:
-                break
-        else:  # all int or all str: their natural order is the wire's, without a key per item
-            ordered = sorted(items)
-            # msgspec writes a set in iteration order: when that is already ascending the set
-            # itself is canonical, and keeping it spares rebuilding the structs around it
-            return value if ordered == items else ordered
-    try:
-        return sorted(value, key=lambda v: (type(v).__name__, v))
-    except TypeError:
-        return sorted(value, key=lambda v: (type(v).__name__, repr(v)))
 
 
 def _is_utf8(text: str) -> bool:

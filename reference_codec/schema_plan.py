@@ -4,7 +4,8 @@ Two kinds of positions need the codec's attention: *untyped* ones (``object``,
 ``Any``), where msgpack alone would lose Python types that pickle keeps, and
 *opaque* ones, where SGLang's ``PickleWrapper`` may arrive. For each struct
 class a plan lists only the fields whose type contains such a position (and,
-for encoding, a typed set, written in canonical order), and
+for encoding, a typed set, which the walk itself rewrites in the wire's order,
+:func:`~reference_codec.wire.canonical_set`; ``visit`` never sees a set), and
 :func:`walker_for` compiles the plan into one function per class, so encoding
 a ``BatchTokenIDOutput`` with no beam output or custom info reads three
 ``None`` fields and nothing else, and a control message is not walked at all.
@@ -19,6 +20,7 @@ from msgspec import inspect as mi
 
 from .schema import PickleWrapper
 from .type_tree import MAPPING_TYPES, element_type, is_set, is_untyped, struct_info, unwrap
+from .wire import canonical_set
 
 __all__ = ["Node", "ANY", "OPAQUE", "plan_for", "walker_for", "Visitor", "Walker"]
 
@@ -37,7 +39,7 @@ class Node:
 ANY = Node("any")
 OPAQUE = Node("opaque")
 
-#: (node kind, value, path parts) -> replacement value
+#: (node kind: ``any`` or ``opaque``, value, path parts) -> replacement value
 Visitor = Callable[[str, object, Tuple], object]
 
 _struct_plans: Dict[type, Optional[List[Tuple[str, Node]]]] = {}
@@ -157,30 +159,16 @@ def _compile_struct(cls: type, plan: List[Tuple[str, Node]], sets: bool) -> Walk
 
     Generated (as dataclasses generates ``__init__``) because this runs for every
     message sent and received, and a loop over the plan costs more than the
-    fields it reads. The source is built from field names that msgspec has
-    already checked to be identifiers; values never become code.
+    fields it reads. A field holding one struct class has that struct's watched
+    fields read inline (:func:`_inline_struct`): a request's ``sampling_params``
+    is walked on encode for its ``stop_token_ids`` set, and a call, a path tuple
+    and a type dispatch per request cost more than the set's own check. The
+    source is built from field names that msgspec has already checked to be
+    identifiers; values never become code.
     """
     env: Dict[str, Any] = {"_replace": msgspec.structs.replace}
-    lines = ["def walk(value, visit, path):", "    changes = None"]
-    for i, (name, node) in enumerate(plan):
-        if not name.isidentifier():
-            raise TypeError(f"{cls.__qualname__}.{name} is not an identifier")
-        leaf = _leaf_kind(node, sets)
-        if leaf is not None:  # visited where it stands: one call fewer for the commonest watched field
-            call = f"visit({leaf!r}, item, path + ({name!r},))"
-        else:
-            env[f"_walk{i}"] = _compile(node, sets)
-            call = f"_walk{i}(item, visit, path + ({name!r},))"
-        skip = _all_none_guard(node, sets, i, env)
-        lines += [
-            f"    item = value.{name}",
-            f"    if item is not None{skip}:",
-            f"        new = {call}",
-            "        if new is not item:",
-            "            if changes is None:",
-            "                changes = {}",
-            f"            changes[{name!r}] = new",
-        ]
+    lines = ["def walk(value, visit, path):"]
+    _emit_fields(cls, plan, sets, "value", "changes", "()", 1, env, lines, depth=0)
     lines.append("    return value if changes is None else _replace(value, **changes)")
     exec("\n".join(lines), env)  # noqa: S102  # names are checked identifiers, see the docstring
     walk = env["walk"]
@@ -188,34 +176,83 @@ def _compile_struct(cls: type, plan: List[Tuple[str, Node]], sets: bool) -> Walk
     return cast(Walker, walk)
 
 
-#: At most this many watched fields of a nested struct are read inline (see :func:`_all_none_guard`).
-_INLINE_GUARD_FIELDS = 4
+#: How deep nested structs are read inline, and how many watched fields such a struct may have.
+_INLINE_DEPTH = 2
+_INLINE_FIELDS = 4
 
 
-def _all_none_guard(node: Node, sets: bool, i: int, env: Dict[str, Any]) -> str:
-    """A condition that skips the call into a nested struct whose watched fields are all None, or ``""``.
+def _emit_fields(
+    cls: type,
+    plan: List[Tuple[str, Node]],
+    sets: bool,
+    var: str,
+    changes: str,
+    prefix: str,
+    indent: int,
+    env: Dict[str, Any],
+    lines: List[str],
+    depth: int,
+) -> None:
+    """Lines that walk the watched fields of the struct in ``var``, collecting replaced fields in the dict ``changes``.
 
-    A request's ``sampling_params`` is walked on encode for its
-    ``stop_token_ids`` set, which is almost always None: reading that field in
-    the outer walk costs an attribute read where the call into the nested walk
-    costs a call, a path tuple and a type dispatch, on every request sent.
-    Only for a field of exactly one struct class (an instance of a subclass,
-    or any other value, still takes the call).
+    ``prefix`` is the source of the path parts before this struct's fields
+    (``()`` at the top, ``('sampling_params',)`` inline), appended to ``path``.
     """
-    if node.kind not in ("struct", "union") or node.child is not None or len(node.structs) != 1:
-        return ""
+    pad = "    " * indent
+    lines.append(f"{pad}{changes} = None")
+    for name, node in plan:
+        if not name.isidentifier():
+            raise TypeError(f"{cls.__qualname__}.{name} is not an identifier")
+        key = len(env)  # a fresh name for this position's helpers
+        field_path = f"path + {prefix[:-1]}{name!r},)" if prefix != "()" else f"path + ({name!r},)"  # one constant tuple
+        item = f"item{depth}"
+        lines += [f"{pad}{item} = {var}.{name}", f"{pad}if {item} is not None:"]
+        inner = _inline_struct(node, sets, depth)
+        if inner is not None:  # one struct class: its watched fields here, any other value the general walk
+            inner_cls, inner_plan = inner
+            env[f"_cls{key}"], env[f"_walk{key}"] = inner_cls, _compile(node, sets)
+            inner_changes = f"changes{depth + 1}"
+            lines.append(f"{pad}    if type({item}) is _cls{key}:")
+            inner_prefix = f"{prefix[:-1]}{name!r},)" if prefix != "()" else f"({name!r},)"
+            _emit_fields(inner_cls, inner_plan, sets, item, inner_changes, inner_prefix, indent + 2, env, lines, depth + 1)
+            lines += [
+                f"{pad}        new = {item} if {inner_changes} is None else _replace({item}, **{inner_changes})",
+                f"{pad}    else:",
+                f"{pad}        new = _walk{key}({item}, visit, {field_path})",
+            ]
+        else:
+            leaf = _leaf_kind(node, sets)
+            if leaf == "set":  # written in the wire's order here: no visit, no path
+                env["_canonical_set"] = canonical_set
+                lines.append(f"{pad}    new = _canonical_set({item})")
+            elif leaf is not None:  # visited where it stands: one call fewer for the commonest watched field
+                lines.append(f"{pad}    new = visit({leaf!r}, {item}, {field_path})")
+            else:
+                env[f"_walk{key}"] = _compile(node, sets)
+                lines.append(f"{pad}    new = _walk{key}({item}, visit, {field_path})")
+        lines += [
+            f"{pad}    if new is not {item}:",
+            f"{pad}        if {changes} is None:",
+            f"{pad}            {changes} = {{}}",
+            f"{pad}        {changes}[{name!r}] = new",
+        ]
+
+
+def _inline_struct(node: Node, sets: bool, depth: int) -> Optional[Tuple[type, List[Tuple[str, Node]]]]:
+    """``(cls, plan)`` when a field at ``node`` holds exactly one struct class whose few watched fields can be read inline."""
+    if depth >= _INLINE_DEPTH or node.kind not in ("struct", "union") or node.child is not None or len(node.structs) != 1:
+        return None
     ((cls, sub),) = node.structs.items()
     if sub is OPAQUE:
-        return ""
-    fields = [name for name, inner in (plan_for(cls) or []) if _needed(inner, sets)]
-    if not fields or len(fields) > _INLINE_GUARD_FIELDS or not all(name.isidentifier() for name in fields):
-        return ""
-    env[f"_cls{i}"] = cls
-    return f" and not (type(item) is _cls{i}" + "".join(f" and item.{name} is None" for name in fields) + ")"
+        return None
+    plan = [(name, inner) for name, inner in (plan_for(cls) or []) if _needed(inner, sets)]
+    if not plan or len(plan) > _INLINE_FIELDS or not all(name.isidentifier() for name, _ in plan):
+        return None
+    return cls, plan
 
 
 def _leaf_kind(node: Node, sets: bool) -> Optional[str]:
-    """The kind ``visit`` gets for a field at ``node`` when a non-None value is visited as a whole, else None."""
+    """How a non-None value at ``node`` is handled as a whole (``any``, ``opaque``: visited; ``set``: put in order), else None."""
     if node.kind == "union" and not node.structs and node.child is not None:
         node = node.child  # Optional[...] of a leaf
     if node.kind in ("any", "opaque") or (node.kind == "set" and sets and node.child is None):
@@ -230,14 +267,12 @@ def _compile(node: Node, sets: bool) -> Walker:
         return lambda value, visit, path: visit(kind, value, path)
     if kind == "set":
         if node.child is None:
-            if sets:
-                return lambda value, visit, path: visit("set", value, path)
-            return _unchanged
+            return (lambda value, visit, path: canonical_set(value)) if sets else _unchanged
         seq = _compile(Node("seq", node.child), sets)
 
         def walk_set(value: Any, visit: Visitor, path: Tuple) -> object:
             value = seq(value, visit, path)
-            return visit("set", value, path) if sets else value
+            return canonical_set(value) if sets else value
 
         return walk_set
     if kind == "seq":

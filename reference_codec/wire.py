@@ -214,6 +214,7 @@ __all__ = [
     "U32",
     "DEVICE_PATTERN",
     "BIGINT_MAX_BYTES",
+    "canonical_set",
 ]
 
 EXT_ARRAY: Final = 1
@@ -258,3 +259,34 @@ U32: Final = struct.Struct(">I")
 DEVICE_PATTERN: Final = re.compile(r"\A(cpu|cuda|xpu|mps|npu|hpu)(:(0|[1-9][0-9]{0,3}))?\Z")
 
 BIGINT_MAX_BYTES: Final = 16
+
+
+def canonical_set(value: object) -> object:
+    """A typed set as the wire writes it: its items in ascending order (by type name, then value).
+
+    Returns ``value`` itself when its iteration order is already that order (or
+    it is not a set, or has fewer than two items), so a caller can tell by
+    identity that nothing changed; else a sorted list.
+    """
+    t = type(value)
+    if (t is not set and t is not frozenset and not isinstance(value, (set, frozenset))) or len(value) < 2:  # type: ignore[arg-type]
+        return value  # zero or one item: one order only
+    items = list(value)  # type: ignore[call-overload]
+    first = type(items[0])
+    if len(items) == 2:  # the commonest set sent (a request's stop ids: EOS and one more), without a sort
+        second = items[1]
+        if type(second) is first and (first is int or first is str):
+            return value if items[0] < second else [second, items[0]]
+    if first is int or first is str:  # every request's stop_token_ids: spelled out, not a lookup
+        for item in items:
+            if type(item) is not first:
+                break
+        else:  # all int or all str: their natural order is the wire's, without a key per item
+            ordered = sorted(items)
+            # msgspec writes a set in iteration order: when that is already ascending the set
+            # itself is canonical, and keeping it spares rebuilding the structs around it
+            return value if ordered == items else ordered
+    try:
+        return sorted(items, key=lambda v: (type(v).__name__, v))
+    except TypeError:
+        return sorted(items, key=lambda v: (type(v).__name__, repr(v)))

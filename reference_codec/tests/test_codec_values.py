@@ -345,7 +345,7 @@ def test_typed_set_order_is_by_type_name_then_value_whatever_the_items():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from reference_codec.codec import _canonical_set
+    from reference_codec.wire import canonical_set as _canonical_set
 
     items = st.one_of(st.integers(), st.text(max_size=4), st.booleans(), st.floats(allow_nan=False), st.binary(max_size=3))
 

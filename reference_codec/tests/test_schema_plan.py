@@ -8,7 +8,6 @@ import msgspec
 import pytest
 
 from reference_codec import schema as s
-from reference_codec.codec import _canonical_set
 from reference_codec.samples import minimal
 from reference_codec.schema_plan import walker_for
 
@@ -33,7 +32,7 @@ def test_encode_walk_rebuilds_only_the_branch_whose_set_was_out_of_order():
     params = s.SamplingParams(stop_token_ids={8, 1})
     assert list(params.stop_token_ids) == [8, 1]  # iteration order, not ascending
     message = _request(params)
-    walked = walker_for(type(message), sets=True)(message, lambda kind, value, path: _canonical_set(value), ())
+    walked = walker_for(type(message), sets=True)(message, _no_visit, ())
     assert walked is not message and walked.sampling_params is not params
     assert walked.sampling_params.stop_token_ids == [1, 8]
     assert message.sampling_params.stop_token_ids == {8, 1}  # the caller's message is not mutated
@@ -42,14 +41,19 @@ def test_encode_walk_rebuilds_only_the_branch_whose_set_was_out_of_order():
 def test_encode_walk_returns_the_message_itself_when_every_set_is_already_in_order():
     message = _request(s.SamplingParams(stop_token_ids={2, 151645}))
     walk = walker_for(type(message), sets=True)
-    assert walk(message, lambda kind, value, path: _canonical_set(value), ()) is message
+    assert walk(message, _no_visit, ()) is message
+
+
+def _no_visit(kind, value, path):
+    pytest.fail(f"visited {kind} at {path}: a typed set is put in order by the walk itself")
 
 
 def test_walk_paths_name_the_fields_it_visits():
     seen = []
     message = _request(s.SamplingParams(stop_token_ids={1, 2}))
+    message.positional_embed_overrides = s.PositionalEmbeds(embeds=[1.5], positions=[0])
     walker_for(type(message), sets=True)(message, lambda kind, value, path: seen.append((kind, path)) or value, ())
-    assert seen == [("set", ("sampling_params", "stop_token_ids"))]
+    assert seen == [("any", ("positional_embed_overrides", "embeds"))]
 
 
 class _Inner(msgspec.Struct):
@@ -61,13 +65,14 @@ class _Outer(msgspec.Struct):
     inner: Optional[_Inner] = None
 
 
-@pytest.mark.parametrize("inner", [_Inner(first={3, 1}), _Inner(second={3, 1}), _Inner(first={2}, second={3, 1})], ids=["first", "second", "both"])
+@pytest.mark.parametrize("inner", [_Inner(first={8, 1}), _Inner(second={8, 1}), _Inner(first={2}, second={8, 1})], ids=["first", "second", "both"])
 def test_a_nested_struct_is_entered_whenever_any_of_its_watched_fields_is_set(inner):
-    seen = []
-    walker_for(_Outer, sets=True)(_Outer(inner), lambda kind, value, path: seen.append(path) or value, ())
-    assert seen == [("inner", name) for name in ("first", "second") if getattr(inner, name) is not None]
+    walked = walker_for(_Outer, sets=True)(_Outer(inner), _no_visit, ())
+    for name in ("first", "second"):
+        value = getattr(inner, name)
+        assert getattr(walked.inner, name) == (None if value is None else [1, 8] if len(value) == 2 else value)
 
 
 def test_a_nested_struct_whose_watched_fields_are_all_none_is_left_as_it_is():
     message = _Outer(_Inner())
-    assert walker_for(_Outer, sets=True)(message, lambda kind, value, path: pytest.fail(f"visited {path}"), ()) is message
+    assert walker_for(_Outer, sets=True)(message, _no_visit, ()) is message
