@@ -9,7 +9,8 @@ later type L, a message of L, written by the codec, decoded by the codec as
 E, must be refused or be E's empty message. Anything else is a pull read as a
 heartbeat: the receiver acts on the wrong message, silently. This is what a
 field added to L with a name E also has breaks, and what "msgspec skips the
-fields it does not know" takes on trust.
+fields it does not know" takes on trust. A codec that does not declare the
+engine's wire (pickle) is skipped: its frames name their own class.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def _empty(cls: type):
 @pytest.mark.parametrize("channel,earlier,later", PAIRS, ids=[f"{later}-as-{earlier}" for _, earlier, later in PAIRS])
 @given(data=st.data())
 def test_a_later_type_on_a_shared_socket_is_never_read_as_an_earlier_one(codec, channel, earlier, later, data):
+    if not codec.caps.wire_compatible:
+        # its frames are not the engine's untagged ones (pickle's say their own class), so it never shares the engine's socket
+        pytest.skip(f"{codec.name} does not declare wire compatibility; only the engine's wire shares its sockets untagged")
     msg = draw_message(data, later, codec)
     frames = codec.encode(msg)
     try:
