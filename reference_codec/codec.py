@@ -31,8 +31,6 @@ Frame = Union[bytes, bytearray, memoryview]
 #: What ``encode`` returns and ``decode`` accepts: the body, then any out-of-band buffers.
 Frames = List[Frame]
 
-_INT_MIN = -(2**63)
-_UINT_MAX = 2**64 - 1
 # The map keys an untyped value may have, on both sides of the wire (see wire.py).
 _UNTYPED_KEY_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
 _ENUMS_BY_NAME: Mapping[str, type] = {cls.__name__: cls for cls in ENUM_TYPES}
@@ -308,7 +306,7 @@ class ReferenceCodec:
         if failed is not None:
             path = locate(msg, lambda v: v is failed)
         elif isinstance(exc, OverflowError):
-            path = locate(msg, lambda v: type(v) is int and not _INT_MIN <= v <= _UINT_MAX)
+            path = locate(msg, lambda v: type(v) is int and not wire.INT_MIN <= v <= wire.UINT_MAX)
             exc = TypeError(f"integer out of msgpack's 64-bit range ({exc})")
         elif isinstance(exc, UnicodeEncodeError):
             path = locate(msg, lambda v: isinstance(v, str) and not _is_utf8(v))
@@ -393,17 +391,21 @@ class ReferenceCodec:
             return value
         if t is int:
             value = cast(int, value)  # t is type(value)
-            if _INT_MIN <= value <= _UINT_MAX:
+            if wire.INT_MIN <= value <= wire.UINT_MAX:
                 return value
             if not Int128.MIN <= value <= Int128.MAX:
                 raise EncodeError(f"integer {value} does not fit in 128 bits", format_path(path))
             return msgspec.msgpack.Ext(wire.EXT_BIGINT, _bigint_bytes(value))
         if t is list:
             value = cast(list, value)
+            if depth < self.limits.max_depth and wire.all_plain(value):  # at the limit, the walk below raises on an item
+                return value
             # the dict branch below reuses the name
             out: Union[List[object], Dict[object, object]] = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(value)]
             return value if all(a is b for a, b in zip(out, value)) else out
         if t is dict:
+            if depth < self.limits.max_depth and _UNTYPED_KEY_TYPES.issuperset(map(type, cast(dict, value))) and wire.all_plain(cast(dict, value).values()):
+                return value
             out = {}
             changed = False
             for k, v in cast(dict, value).items():
@@ -696,6 +698,12 @@ def _check_depth(value: object, path: Tuple, depth: int, limit: int) -> None:
     """Bound the depth of an untyped value, and refuse map keys and leaves the reference never writes."""
     if depth > limit:
         raise DecodeError(f"untyped value nested deeper than {limit}", format_path(path))
+    t = type(value)
+    # only plain leaves below: nothing to bound or refuse (found without a call per item)
+    if (t is list or t is tuple) and wire.all_plain(cast(Sequence[object], value)):
+        return
+    if t is dict and _UNTYPED_KEY_TYPES.issuperset(map(type, cast(dict, value))) and wire.all_plain(cast(dict, value).values()):
+        return
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             if isinstance(v, (list, tuple, dict)):

@@ -20,7 +20,7 @@ from msgspec import inspect as mi
 
 from .schema import PickleWrapper
 from .type_tree import MAPPING_TYPES, element_type, is_set, is_untyped, struct_info, unwrap
-from .wire import canonical_set
+from .wire import INT_MIN, PLAIN_TYPES, UINT_MAX, all_plain, canonical_set
 
 __all__ = ["Node", "ANY", "OPAQUE", "plan_for", "walker_for", "Visitor", "Walker"]
 
@@ -39,7 +39,10 @@ class Node:
 ANY = Node("any")
 OPAQUE = Node("opaque")
 
-#: (node kind: ``any`` or ``opaque``, value, path parts) -> replacement value
+#: (node kind: ``any`` or ``opaque``, value, path parts) -> replacement value.
+#: A visitor returns a plain leaf (:func:`~reference_codec.wire.all_plain`: None,
+#: bool, str, bytes, float, a 64-bit int) unchanged; so the walk of a typed list
+#: or dict of untyped values passes over its plain leaves without calling it.
 Visitor = Callable[[str, object, Tuple], object]
 
 _struct_plans: Dict[type, Optional[List[Tuple[str, Node]]]] = {}
@@ -278,6 +281,8 @@ def _compile(node: Node, sets: bool) -> Walker:
     if kind == "seq":
         assert node.child is not None  # _node builds seq and dict nodes only with a child
         item_walk = _compile(node.child, sets)
+        if node.child.kind == "any":
+            return _untyped_items(item_walk, is_dict=False)
 
         def walk_seq(value: Any, visit: Visitor, path: Tuple) -> object:
             if not isinstance(value, (list, tuple, set, frozenset)):
@@ -292,6 +297,8 @@ def _compile(node: Node, sets: bool) -> Walker:
     if kind == "dict":
         assert node.child is not None
         value_walk = _compile(node.child, sets)
+        if node.child.kind == "any":
+            return _untyped_items(value_walk, is_dict=True)
 
         def walk_dict(value: Any, visit: Visitor, path: Tuple) -> object:
             if not isinstance(value, dict):
@@ -334,6 +341,58 @@ def _compile(node: Node, sets: bool) -> Walker:
 
 #: Bounds the per-union cache of value types (a peer chooses what types arrive in an untyped arm).
 _MAX_TYPES_PER_UNION = 64
+
+
+def _untyped_items(item_walk: Walker, *, is_dict: bool) -> Walker:
+    """The walk of a typed list (or set, tuple) or dict whose items are untyped: plain leaves are passed over, the rest visited.
+
+    A container of plain leaves only (most of them: a dict of server settings,
+    a list of token ids) is recognised in C and returned as is; otherwise only
+    the items that are not plain leaves cost a call.
+    """
+
+    def changed_items(pairs: Any, visit: Visitor, path: Tuple) -> Optional[Dict[Any, object]]:
+        changed: Optional[Dict[Any, object]] = None
+        for k, v in pairs:
+            t = type(v)
+            if t in PLAIN_TYPES or (t is int and INT_MIN <= v <= UINT_MAX):
+                continue
+            nv = item_walk(v, visit, path + (k,))
+            if nv is not v:
+                if changed is None:
+                    changed = {}
+                changed[k] = nv
+        return changed
+
+    if is_dict:
+
+        def walk_dict(value: Any, visit: Visitor, path: Tuple) -> object:
+            if not isinstance(value, dict) or all_plain(value.values()):
+                return value
+            changed = changed_items(value.items(), visit, path)
+            if changed is None:
+                return value
+            out = dict(value)  # the same keys in the same order
+            out.update(changed)
+            return out
+
+        return walk_dict
+
+    def walk_seq(value: Any, visit: Visitor, path: Tuple) -> object:
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            return value
+        items = value if type(value) is list or type(value) is tuple else list(value)
+        if all_plain(items):
+            return value
+        changed = changed_items(enumerate(items), visit, path)
+        if changed is None:
+            return value
+        out = list(items)
+        for i, nv in changed.items():
+            out[i] = nv
+        return type(value)(out)
+
+    return walk_seq
 
 
 def _unchanged(value: Any, visit: Visitor, path: Tuple) -> object:

@@ -192,7 +192,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Final
+from typing import Any, Collection, Final
 
 __all__ = [
     "EXT_ARRAY",
@@ -214,6 +214,10 @@ __all__ = [
     "U32",
     "DEVICE_PATTERN",
     "BIGINT_MAX_BYTES",
+    "INT_MIN",
+    "UINT_MAX",
+    "PLAIN_TYPES",
+    "all_plain",
     "canonical_set",
 ]
 
@@ -259,6 +263,33 @@ U32: Final = struct.Struct(">I")
 DEVICE_PATTERN: Final = re.compile(r"\A(cpu|cuda|xpu|mps|npu|hpu)(:(0|[1-9][0-9]{0,3}))?\Z")
 
 BIGINT_MAX_BYTES: Final = 16
+
+#: msgpack's integers: int64's least to uint64's greatest. An int beyond them in
+#: an untyped position travels as ``EXT_BIGINT``; in a typed one it is refused.
+INT_MIN: Final = -(2**63)
+UINT_MAX: Final = 2**64 - 1
+#: The types whose values msgpack writes and reads back as the same Python value
+#: in an untyped position, beside ``int`` within [INT_MIN, UINT_MAX]: a plain leaf.
+PLAIN_TYPES: Final = frozenset({type(None), bool, str, bytes, float})
+
+
+def all_plain(values: Collection[Any]) -> bool:
+    """Whether every item of ``values`` (a list, tuple or dict view; iterated up to three times) is a plain leaf.
+
+    A plain leaf is a value of :data:`PLAIN_TYPES` or an int within
+    [:data:`INT_MIN`, :data:`UINT_MAX`]: the reference writes it as msgpack
+    writes it and reads it back unchanged, so a walk over untyped values has
+    nothing to do there. The types are gathered in C (``map(type, ...)``), so a
+    run of leaves costs no Python call per item.
+    """
+    kinds = set(map(type, values))
+    if kinds <= PLAIN_TYPES:
+        return True
+    if kinds == {int}:
+        return INT_MIN <= min(values) and max(values) <= UINT_MAX
+    if int in kinds and kinds <= PLAIN_TYPES | {int}:
+        return all(INT_MIN <= v <= UINT_MAX for v in values if type(v) is int)
+    return False
 
 
 def canonical_set(value: object) -> object:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from reference_codec import EncodeError, ReferenceCodec
+from reference_codec import DecodeLimits, EncodeError, ReferenceCodec
 from reference_codec import schema as s
 from reference_codec.samples import batch_token_id_output, minimal
 
@@ -96,3 +96,20 @@ def test_constructor_arguments_are_validated_eagerly():
         ReferenceCodec(allow_pickle="yes")
     with pytest.raises(TypeError, match="limits"):
         ReferenceCodec(limits={"max_depth": 3})
+
+
+@pytest.mark.parametrize("leaves", [["x", 1, None], {"a": "x", "b": 1, "c": None}], ids=["list", "dict"])
+def test_an_untyped_container_of_plain_leaves_past_the_depth_limit_is_refused(leaves):
+    """The walk passes over a container of plain leaves in one step, but not at the depth limit, where its leaves are one level too deep."""
+    codec = ReferenceCodec(limits=DecodeLimits(max_depth=2))
+    with pytest.raises(EncodeError) as info:
+        codec.encode(with_feature([[leaves]]))  # the container at depth 2, its leaves at 3
+    assert "nested deeper than 2" in info.value.reason
+    assert codec.decode(codec.encode(with_feature([leaves]))).mm_inputs.mm_items[0].feature == [leaves]
+
+
+def test_a_big_int_among_plain_leaves_still_travels_exactly():
+    """A container with one int beyond 64 bits is not plain: that int is written as a big integer, the rest as they are."""
+    value = {"a": [1, 2**64, "x"], "b": [-(2**63), 2**64 - 1], "c": -(2**63) - 1}
+    back = V1.decode(V1.encode(with_feature(value))).mm_inputs.mm_items[0].feature
+    assert back == value and all(type(v) is int for v in (back["a"][1], back["c"]))

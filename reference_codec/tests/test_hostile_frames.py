@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import pathlib
 import pickle
 
@@ -271,11 +272,25 @@ def test_non_contiguous_frame_is_refused_not_crashed():
 
 
 def test_msgpack_timestamp_in_an_untyped_field_is_refused():
-    import datetime
-
     body = body_with_feature(datetime.datetime(2026, 12, 2, tzinfo=datetime.timezone.utc))
     error = decode_error([body])
     assert "timestamp" in error.reason and error.path == FEATURE
+
+
+@pytest.mark.parametrize(
+    "value, where, reason",
+    [
+        ({"a": 1, (1, 2): "x"}, "", "map key of type tuple"),
+        ([0, {"a": 1, (1, 2): "x"}], "[1]", "map key of type tuple"),
+        ([0, "s", datetime.datetime(2026, 12, 2, tzinfo=datetime.timezone.utc)], "[2]", "timestamp"),
+        ({"a": None, "t": datetime.datetime(2026, 12, 2, tzinfo=datetime.timezone.utc)}, ".t", "timestamp"),
+    ],
+    ids=["array-key", "array-key-in-a-list", "timestamp-among-leaves", "timestamp-in-a-map"],
+)
+def test_a_key_or_leaf_the_reference_never_writes_is_refused_among_plain_leaves(value, where, reason):
+    """A container that looks plain but for one item is refused at that item, however many plain leaves surround it."""
+    error = decode_error([body_with_feature(value)])
+    assert reason in error.reason and error.path == FEATURE + where
 
 
 def test_rejecting_many_bad_frames_inspects_the_schema_once(monkeypatch):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Set
+from typing import Any, Dict, List, Optional, Set
 
 import msgspec
 import pytest
@@ -76,3 +76,33 @@ def test_a_nested_struct_is_entered_whenever_any_of_its_watched_fields_is_set(in
 def test_a_nested_struct_whose_watched_fields_are_all_none_is_left_as_it_is():
     message = _Outer(_Inner())
     assert walker_for(_Outer, sets=True)(message, _no_visit, ()) is message
+
+
+class _Untyped(msgspec.Struct):
+    items: Optional[List[Any]] = None
+    by_name: Optional[Dict[str, Any]] = None
+
+
+def _must_not_visit(kind, value, path):
+    pytest.fail(f"visited {kind} {value!r} at {path}: a plain leaf is passed over")
+
+
+def test_a_typed_list_or_dict_of_plain_leaves_is_returned_as_it_is_without_a_visit():
+    message = _Untyped(items=[None, True, "s", b"b", 1.5, -(2**63), 2**64 - 1], by_name={"a": 1, "b": None})
+    assert walker_for(_Untyped, sets=True)(message, _must_not_visit, ()) is message
+    assert walker_for(_Untyped, sets=False)(message, _must_not_visit, ()) is message
+
+
+def test_a_typed_list_or_dict_of_untyped_values_visits_only_what_is_not_a_plain_leaf_and_copies_what_changed():
+    seen = []
+
+    def visit(kind, value, path):
+        seen.append(path)
+        return ("changed", value) if isinstance(value, tuple) else value
+
+    message = _Untyped(items=["s", (1,), 2**64, [1], -(2**63) - 1, 7], by_name={"a": 1, "t": (2,), "n": None})
+    walked = walker_for(_Untyped, sets=True)(message, visit, ())
+    assert seen == [("items", 1), ("items", 2), ("items", 3), ("items", 4), ("by_name", "t")]
+    assert walked.items == ["s", ("changed", (1,)), 2**64, [1], -(2**63) - 1, 7]
+    assert list(walked.by_name.items()) == [("a", 1), ("t", ("changed", (2,))), ("n", None)]  # same keys, same order
+    assert message.items[1] == (1,) and message.by_name["t"] == (2,)  # the caller's message is not mutated
