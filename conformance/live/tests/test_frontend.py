@@ -34,6 +34,27 @@ def test_bench_ratios_are_per_round_then_median():
     assert rows["a"]["request_throughput_ratio"] == 1.0
 
 
+def _runs(values):
+    """BenchRuns at concurrency 256 from {mode: [req/s per round]}."""
+    return [
+        BenchRun(mode, 256, rep, {"request_throughput": v, "output_throughput": v, "mean_ttft_ms": 1.0, "mean_itl_ms": 1.0})
+        for mode, per_round in values.items()
+        for rep, v in enumerate(per_round)
+    ]
+
+
+def test_sglang_bench_verdict_judges_only_what_the_run_measured():
+    """A run of msgpack and reference alone has a reference target line and no pickle line; with pickle it has both."""
+    from conformance.engines.sglang.live_frontend import SGLangFrontend
+
+    said = SGLangFrontend().bench_verdict(_runs({"msgpack": [100.0, 100.0, 100.0], "reference": [99.0, 103.0, 101.0]}))
+    assert said == ["Target, concurrency 256: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s x1.010, mean ITL x1.000: met."]
+    said = SGLangFrontend().bench_verdict(_runs({"pickle": [50.0, 50.0, 50.0], "msgpack": [100.0, 50.0, 54.0], "reference": [99.0, 50.0, 50.0]}))
+    assert "Seed, concurrency 256 (msgpack ahead of pickle): msgpack/pickle req/s x1.080: confirmed." in said
+    assert "Target, concurrency 256: msgpack at least 1.10x pickle: x1.080: MISSED." in said
+    assert any(line.startswith("Target, concurrency 256: the reference codec") and line.endswith("MISSED.") for line in said)
+
+
 def test_frontend_cli_refuses_an_unknown_mode_with_the_modes_offered(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--frontend", "sglang", "--compare", "pickle,json"])
