@@ -256,6 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ops", default="round trip", help="comma-separated: 'round trip', encode, decode (default 'round trip')")
     p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation (default 15)")
     p.add_argument("--processes", type=int, default=1, help="repeat in this many fresh processes, one after the other, and take medians (default 1: this one)")
+    p.add_argument("--evict", default="0", metavar="SIZE", help="time each call alone after copying SIZE bytes (e.g. 32MiB): cold caches, as in a server between messages (default 0: a hot loop)")
     p.add_argument("--out", help="also write the table here (e.g. docs/interleaved-ENGINE.md)")
 
     p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
@@ -285,10 +286,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return main_verdict(args.run, args.out, args.workers)
 
     if args.cmd == "interleaved":
+        from .corpus import parse_size
         from .interleaved import main_interleaved
 
         families = args.families.split(",") if args.families else None
-        return main_interleaved(args.codecs.split(","), families, [op.strip() for op in args.ops.split(",")], args.rounds, args.out, args.processes)
+        try:
+            evict = parse_size(args.evict)
+        except ValueError as exc:
+            raise SystemExit(f"--evict: {exc}") from None
+        ops = [op.strip() for op in args.ops.split(",")]
+        return main_interleaved(args.codecs.split(","), families, ops, args.rounds, args.out, args.processes, evict)
 
     with contextlib.ExitStack() as stack:
         return _run(args, stack)

@@ -482,6 +482,29 @@ def test_interleaved_measures_real_calls_and_renders_a_table():
     assert "| control-AbortReq | decode | " in text
 
 
+def test_interleaved_evict_times_each_call_alone_after_refilling_the_caches(monkeypatch):
+    from conformance.benchmarks import interleaved
+
+    seen = []
+    monkeypatch.setattr(interleaved, "_cold_batch", lambda call, n, filler: seen.append((n, len(filler))) or 1.0)
+    (row,) = interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], rounds=3, evict=1 << 20)
+    assert seen == [(interleaved.COLD_CALLS, 1 << 20)] * 6  # two codecs, three rounds: never a hot batch
+    assert row.speedup == {"pickle": 1.0}
+    with pytest.raises(ValueError, match="evict"):
+        interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], evict=-1)
+
+
+def test_interleaved_cold_calls_are_real_and_the_table_says_how_they_were_timed(capsys):
+    from conformance.benchmarks.__main__ import main
+
+    assert main(["interleaved", "--codecs", "reference-v1,pickle", "--families", "control-AbortReq", "--rounds", "2", "--evict", "1MiB"]) == 0
+    text = capsys.readouterr().out
+    assert "every call alone after 1MiB are copied: cold caches" in text and "--evict 1MiB" in text
+    assert "| control-AbortReq | round trip | " in text
+    with pytest.raises(SystemExit, match="--evict: size must look like"):
+        main(["interleaved", "--codecs", "reference-v1,pickle", "--evict", "lots"])
+
+
 def test_interleaved_processes_combine_into_medians_and_keep_the_lowest_and_highest():
     from conformance.benchmarks.interleaved import Row, combine, render
 
