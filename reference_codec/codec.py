@@ -404,7 +404,7 @@ class ReferenceCodec:
             out: Union[List[object], Dict[object, object]] = [self._untyped_to_wire(v, path + (i,), depth + 1) for i, v in enumerate(value)]
             return value if all(a is b for a, b in zip(out, value)) else out
         if t is dict:
-            if depth < self.limits.max_depth and _UNTYPED_KEY_TYPES.issuperset(map(type, cast(dict, value))) and wire.all_plain(cast(dict, value).values()):
+            if depth < self.limits.max_depth and _plain_dict(cast(dict, value)):
                 return value
             out = {}
             changed = False
@@ -702,7 +702,7 @@ def _check_depth(value: object, path: Tuple, depth: int, limit: int) -> None:
     # only plain leaves below: nothing to bound or refuse (found without a call per item)
     if (t is list or t is tuple) and wire.all_plain(cast(Sequence[object], value)):
         return
-    if t is dict and _UNTYPED_KEY_TYPES.issuperset(map(type, cast(dict, value))) and wire.all_plain(cast(dict, value).values()):
+    if t is dict and _plain_dict(cast(dict, value)):
         return
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
@@ -734,6 +734,9 @@ def _refuse_leaf(value: object, path: Tuple) -> None:
     raise DecodeError(f"{type(value).__name__} (msgpack timestamp ext -1) is not part of the reference wire", format_path(path))
 
 
+def _plain_dict(value: Dict[object, object]) -> bool:
+    """Whether every key is one the wire allows and every value a plain leaf (:func:`wire.all_plain`): nothing to rewrite or refuse."""
+    return _UNTYPED_KEY_TYPES.issuperset(map(type, value)) and wire.all_plain(value.values())
 
 
 def _remember(cache: Dict[Any, Any], key: Any, value: Any) -> None:

@@ -34,11 +34,7 @@ def bench_codec() -> Any:
     """
     from conformance.benchmarks.codecs import BenchCodec
 
-    from .codec import SGLangCodec, sglang_available
-
-    if not sglang_available():
-        raise ImportError(f"SGLang {RELEASE} is not installed (tox -e sglang, or the sglang venv)")
-    adapter = SGLangCodec()
+    adapter = _adapter()
     io = adapter._io
     return BenchCodec(
         "sglang",
@@ -52,13 +48,20 @@ def reference_in_sglang_codec() -> Any:
     """The reference codec as the plug-in runs it inside SGLang, on SGLang's classes; errors as :func:`bench_codec`'s."""
     from conformance.benchmarks.codecs import BenchCodec
 
-    from .codec import SGLangCodec, sglang_available
     from .reference_ipc import codec_functions
+
+    adapter = _adapter()
+    encode, decode = codec_functions()
+    return BenchCodec("reference-in-sglang", adapter.to_sglang, lambda obj: [encode(obj)], lambda frames: decode(frames[0]))
+
+
+def _adapter() -> Any:
+    """SGLang's adapter; ``ImportError`` (the benchmarks' skip reason) when SGLang is not importable."""
+    from .codec import SGLangCodec, sglang_available
 
     if not sglang_available():
         raise ImportError(f"SGLang {RELEASE} is not installed (tox -e sglang, or the sglang venv)")
-    encode, decode = codec_functions()
-    return BenchCodec("reference-in-sglang", SGLangCodec().to_sglang, lambda obj: [encode(obj)], lambda frames: decode(frames[0]))
+    return SGLangCodec()
 
 
 #: Benchmark codecs of the engine, by name (``Engine.bench_codecs``).
