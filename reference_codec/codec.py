@@ -172,6 +172,11 @@ class ReferenceCodec:
         # whose answer may change from call to call
         self._layouts: Optional[Dict[Tuple[int, bytes], Any]] = None if callable(map_location) else {}
         self._state = _CallState()
+        # [True] once the hook has held a buffer back for splicing in any thread; never reset. The
+        # thread-local splicer is read after an encode only then: a thread-local attribute costs
+        # microseconds when the caches are cold, as they are between two messages in a server,
+        # and most processes never splice. A thread that holds one back sets this first itself.
+        self._splicing_seen = [False]
         self._encoder = msgspec.msgpack.Encoder(enc_hook=self._to_wire)
         self._unspliced_encoder = msgspec.msgpack.Encoder(enc_hook=self._unspliced_to_wire)
         # (shape, dtype) -> layout head of a plain CPU tensor (see buffers.plain_tensor_bytes)
@@ -217,7 +222,7 @@ class ReferenceCodec:
             if located is None:
                 raise
             raise located from exc
-        if state.splicer is None:  # set by the hook when it held a large buffer back
+        if not self._splicing_seen[0] or state.splicer is None:  # set by the hook when it held a large buffer back
             return body
         return self._spliced(body, wire_msg)
 
@@ -245,7 +250,7 @@ class ReferenceCodec:
         walkers, decode_walkers = self._encode_walkers, self._decode_walkers
         state, encode, decode = self._state, self._encoder.encode, self._decoder.decode
         encode_v1, decode_frames, decode_failure, visit = self._encode_v1, self.decode, self._decode_failure, self._decode_untyped
-        encode_untyped = self._encode_untyped
+        encode_untyped, splicing_seen = self._encode_untyped, self._splicing_seen
         short_below = self._short_below
 
         def unknown(value: Any, visit: Any, path: Tuple) -> object:  # the walk of a class that is not a message: never called
@@ -265,7 +270,7 @@ class ReferenceCodec:
                 if not isinstance(exc, Exception):
                     raise
                 return encode_v1(msg, walk)  # again, to raise the located error
-            return body if state.splicer is None else self._spliced(body, wire_msg)
+            return body if not splicing_seen[0] or state.splicer is None else self._spliced(body, wire_msg)
 
         def decode_frame(body: Frame) -> msgspec.Struct:
             if type(body) is not bytes or len(body) >= short_below:
@@ -369,6 +374,7 @@ class ReferenceCodec:
                 state = self._state
                 splicer = state.splicer
                 if splicer is None:
+                    self._splicing_seen[0] = True
                     state.splicer = splicer = BufferSplicer()
                 return splicer.placeholder(code, head, raw)
         elif len(raw) >= threshold and len(raw) > 0:

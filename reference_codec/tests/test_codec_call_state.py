@@ -12,6 +12,7 @@ import torch
 from reference_codec import DecodeError, EncodeError, ReferenceCodec
 from reference_codec import schema as s
 from reference_codec.samples import batch_token_id_output, minimal
+from reference_codec.splice import SPLICE_MIN_BYTES
 
 
 def _message(i: int) -> s.BatchEmbeddingOutput:
@@ -55,6 +56,39 @@ def test_one_codec_shared_by_threads_never_mixes_their_frames(codec):
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[0]
+
+
+def test_threads_that_splice_and_threads_that_do_not_each_get_their_own_frames():
+    # one thread's held-back buffer must neither be left out of its own frame nor land in another's,
+    # from the codec's first call on (the splicer is read only once some thread has held one back)
+    codec = ReferenceCodec()
+    big = SPLICE_MIN_BYTES // 8 + 1
+    errors = []
+    start = threading.Barrier(6)
+
+    def worker(t: int) -> None:
+        try:
+            start.wait()
+            for n in range(60):
+                i = t * 1000 + n
+                msg = minimal(s.BatchEmbeddingOutput)
+                msg.rids, msg.embeddings = [str(i)], [[float(i)]]
+                spliced = t % 2 == 0 and n % 3 == 0
+                msg.pooled_hidden_states = [torch.full((big if spliced else 8,), i, dtype=torch.int64)]
+                (frame,) = codec.encode(msg)
+                assert isinstance(frame, bytes) is not spliced
+                decoded = codec.decode([frame])
+                assert decoded.rids == [str(i)]
+                assert torch.equal(decoded.pooled_hidden_states[0], msg.pooled_hidden_states[0])
+        except BaseException as exc:  # reported below: an assertion in a thread does not fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:

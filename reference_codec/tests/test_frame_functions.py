@@ -67,6 +67,18 @@ def test_a_large_buffer_is_spliced_into_the_frame_as_encode_does(codec, msg, ten
     assert codec._state.splicer is None  # nothing held back for the next call
 
 
+@pytest.mark.parametrize("path", ["encode", "frame_functions"])
+def test_the_first_buffer_a_fresh_codec_holds_back_is_spliced_into_its_frame(path):
+    # the thread-local splicer is read only once some buffer has been held back (a per-codec flag):
+    # the call that holds back the first one must still splice it
+    codec = ReferenceCodec(message_types=[Blob])
+    msg = Blob("r", _big_tensor())
+    body = codec.encode(msg)[0] if path == "encode" else codec.frame_functions()[0](msg)
+    assert not isinstance(body, bytes)  # spliced frames are the assembled buffer, never msgspec's bytes
+    assert torch.equal(codec.decode([bytes(body)]).data, msg.data)
+    assert codec._state.splicer is None
+
+
 def test_a_refused_message_raises_encode_error_with_the_same_path_and_leaves_nothing_held_back():
     big = torch.arange(SPLICE_MIN_BYTES // 4 + 1, dtype=torch.float32)
     bad = minimal(s.BatchEmbeddingOutput)
