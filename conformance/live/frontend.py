@@ -21,6 +21,12 @@ A front end offers
     The engine's own benchmark command; it writes one JSON line with
     ``request_throughput``, ``output_throughput``, ``mean_ttft_ms`` and
     ``mean_itl_ms`` to ``output_file``.
+``server_cpu_seconds(url)`` (optional)
+    CPU seconds (user and system) used so far by every process of the server
+    at ``url``. With it, each benchmark run also reports the server's CPU
+    milliseconds per request (``server_cpu_ms``): the work the front end and
+    the IPC did, which on a busy machine moves much less from round to round
+    than requests per second do.
 ``bench_verdict(runs)`` (optional)
     Lines for the report: what the engine's published figures or targets
     say, and whether these runs confirm them (:func:`paired_ratios`).
@@ -44,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["FrontendRunError", "FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "paired_ratios", "FIGURES", "first_difference"]
+__all__ = ["FrontendRunError", "FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "paired_ratios", "FIGURES", "TOOL_FIGURES", "first_difference"]
 
 class FrontendRunError(RuntimeError):
     """A mode's run could not complete: its server did not start, a request failed at the transport, the benchmark failed.
@@ -53,8 +59,10 @@ class FrontendRunError(RuntimeError):
     """
 
 
-#: The benchmark figures compared, with whether more is better.
-FIGURES = {"request_throughput": True, "output_throughput": True, "mean_ttft_ms": False, "mean_itl_ms": False}
+#: The figures the engine's benchmark tool writes, with whether more is better.
+TOOL_FIGURES = {"request_throughput": True, "output_throughput": True, "mean_ttft_ms": False, "mean_itl_ms": False}
+#: Every figure compared: the tool's, then the server's CPU milliseconds per request (None where the front end cannot tell).
+FIGURES = {**TOOL_FIGURES, "server_cpu_ms": False}
 
 
 @dataclass(frozen=True)
@@ -143,7 +151,8 @@ class BenchRun:
     mode: str
     concurrency: int
     repeat: int
-    figures: Dict[str, float]
+    #: every name of :data:`FIGURES`; ``server_cpu_ms`` is None when the front end has no ``server_cpu_seconds``
+    figures: Dict[str, Optional[float]]
 
 
 def _run_bench(frontend: Any, url: str, mode: str, concurrency: int, repeat: int, *, prompts: int, input_len: int, output_len: int, seed: int, workdir: str) -> BenchRun:
@@ -151,7 +160,10 @@ def _run_bench(frontend: Any, url: str, mode: str, concurrency: int, repeat: int
     with contextlib.suppress(FileNotFoundError):
         os.remove(out)
     argv = frontend.bench_argv(url, concurrency=concurrency, prompts=prompts, input_len=input_len, output_len=output_len, seed=seed, output_file=out)
+    server_cpu = getattr(frontend, "server_cpu_seconds", None)
+    cpu_before = server_cpu(url) if server_cpu else None
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    cpu_after = server_cpu(url) if server_cpu else None
     if done.returncode != 0 or not os.path.exists(out):
         raise FrontendRunError(f"the benchmark failed in mode {mode} (exit {done.returncode}): {' '.join(argv)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     with open(out, encoding="utf-8") as fh:
@@ -166,7 +178,10 @@ def _run_bench(frontend: Any, url: str, mode: str, concurrency: int, repeat: int
             f"the benchmark's requests got no tokens in mode {mode} (mean TTFT {result.get('mean_ttft_ms')} ms, "
             f"mean ITL {result.get('mean_itl_ms')} ms): the server refused them; see {out}"
         )
-    return BenchRun(mode, concurrency, repeat, {name: float(result[name]) for name in FIGURES})
+    figures: Dict[str, Optional[float]] = {name: float(result[name]) for name in TOOL_FIGURES}
+    # the server is idle before and after the tool's run, so the difference is the run's work
+    figures["server_cpu_ms"] = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) * 1000 / prompts
+    return BenchRun(mode, concurrency, repeat, figures)
 
 
 def bench(
@@ -195,15 +210,16 @@ def bench(
                         prompts=prompts[concurrency], input_len=input_len, output_len=output_len, seed=seed + repeat, workdir=workdir,
                     )
                     runs.append(run)
-                    log(f"c={concurrency} repeat {repeat} {mode}: " + ", ".join(f"{k} {v:.2f}" for k, v in run.figures.items()))
+                    log(f"c={concurrency} repeat {repeat} {mode}: " + ", ".join(f"{k} {v:.2f}" for k, v in run.figures.items() if v is not None))
     return runs
 
 
 def paired_ratios(runs: Sequence[BenchRun], mode: str, base: str, concurrency: int, figure: str) -> List[float]:
     """``figure`` of ``mode`` over ``base``'s, round by round (rounds where both ran), at ``concurrency``."""
-    by_round = {(r.mode, r.repeat): r.figures[figure] for r in runs if r.concurrency == concurrency}
+    by_round = {(r.mode, r.repeat): r.figures.get(figure) for r in runs if r.concurrency == concurrency}
     rounds = sorted({rep for (m, rep) in by_round if m == mode} & {rep for (m, rep) in by_round if m == base})
-    return [by_round[(mode, rep)] / by_round[(base, rep)] for rep in rounds if by_round[(base, rep)]]
+    pairs = [(by_round[(mode, rep)], by_round[(base, rep)]) for rep in rounds]
+    return [value / base_value for value, base_value in pairs if value is not None and base_value]
 
 
 def bench_summary(runs: Sequence[BenchRun], modes: Sequence[str]) -> List[Dict[str, Any]]:
@@ -215,13 +231,9 @@ def bench_summary(runs: Sequence[BenchRun], modes: Sequence[str]) -> List[Dict[s
         for mode in modes:
             row: Dict[str, Any] = {"concurrency": concurrency, "mode": mode, "repeats": len(by_mode[mode])}
             for name in FIGURES:
-                values = [r.figures[name] for r in by_mode[mode].values()]
+                values = [v for v in (r.figures.get(name) for r in by_mode[mode].values()) if v is not None]
                 row[name] = statistics.median(values) if values else None
-                ratios = [
-                    r.figures[name] / by_mode[base_mode][rep].figures[name]
-                    for rep, r in sorted(by_mode[mode].items())
-                    if rep in by_mode[base_mode] and by_mode[base_mode][rep].figures[name]
-                ]
+                ratios = paired_ratios(runs, mode, base_mode, concurrency, name)
                 row[f"{name}_ratios"] = [round(x, 4) for x in ratios]
                 row[f"{name}_ratio"] = round(statistics.median(ratios), 4) if ratios else None
             rows.append(row)

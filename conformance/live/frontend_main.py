@@ -164,24 +164,39 @@ def _write_doc(
         f"{args.repeats} rounds per concurrency, each running every mode once (order rotating), all servers up throughout",
         "- the model is out of the way (a scripted scheduler), so what differs between modes is the front end's and the IPC's work",
         "",
-        "Ratios are to the first mode, per round, then the median over rounds (above 1: more req/s or tok/s; for TTFT and ITL, above 1 is slower).",
+        "Ratios are to the first mode, per round, then the median over rounds (above 1: more req/s or tok/s; for TTFT, ITL and "
+        "server CPU, above 1 is slower). Server CPU is the CPU time every process of the mode's server used during the run, "
+        "per request (n/a: the front end cannot measure it).",
         "",
-        "| concurrency | mode | req/s | ratio | output tok/s | ratio | mean TTFT ms | ratio | mean ITL ms | ratio | req/s ratios per round |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| concurrency | mode | req/s | ratio | output tok/s | ratio | mean TTFT ms | ratio | mean ITL ms | ratio | server CPU ms/request | ratio | req/s ratios per round |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         cells = []
         for name in FIGURES:
-            cells += [f"{row[name]:.2f}", f"{row[name + '_ratio']:.3f}" if row[name + "_ratio"] is not None else "n/a"]
+            cells += [_cell(row[name], 2), _cell(row[name + "_ratio"], 3)]
         lines.append(f"| {row['concurrency']} | {row['mode']} | " + " | ".join(cells) + f" | {', '.join(f'{x:.3f}' for x in row['request_throughput_ratios'])} |")
     if verdict:
         lines += ["", "## What it says", ""] + [f"- {line}" for line in verdict]
-    lines += ["", "Every run:", "", "| concurrency | round | mode | req/s | output tok/s | mean TTFT ms | mean ITL ms |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Every run:",
+        "",
+        "| concurrency | round | mode | req/s | output tok/s | mean TTFT ms | mean ITL ms | server CPU ms/request |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for run in runs:
         f = run.figures
-        lines.append(f"| {run.concurrency} | {run.repeat} | {run.mode} | {f['request_throughput']:.2f} | {f['output_throughput']:.1f} | {f['mean_ttft_ms']:.2f} | {f['mean_itl_ms']:.2f} |")
+        lines.append(
+            f"| {run.concurrency} | {run.repeat} | {run.mode} | {_cell(f['request_throughput'], 2)} | {_cell(f['output_throughput'], 1)} "
+            f"| {_cell(f['mean_ttft_ms'], 2)} | {_cell(f['mean_itl_ms'], 2)} | {_cell(f.get('server_cpu_ms'), 2)} |"
+        )
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def _cell(value: Optional[float], places: int) -> str:
+    return "n/a" if value is None else f"{value:.{places}f}"
 
 
 def args_prompts(args: argparse.Namespace) -> Dict[int, int]:

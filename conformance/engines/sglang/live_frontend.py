@@ -83,6 +83,18 @@ def session_processes(sid: int) -> List[int]:
     return found
 
 
+def session_cpu_seconds(sid: int) -> float:
+    """CPU seconds (user and system) used so far by the live processes of session ``sid``, and by the children they reaped."""
+    import psutil
+
+    total = 0.0
+    for pid in session_processes(sid):
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 def stop_session(proc: "subprocess.Popen[bytes]", timeout_s: float = _STOP_S) -> None:
     """SIGTERM the server (SGLang's own shutdown: ``ShutdownReq``, children killed), then SIGKILL whatever of its session is left."""
     sid = proc.pid  # the server is its session's leader (start_new_session)
@@ -113,6 +125,13 @@ class SGLangFrontend:
     modes: Sequence[str] = tuple(MODES)
     #: how the benchmark's repeats may be spread: every mode's server up at once, runs alternating
     description = "SGLang 0.5.23 HTTP server + TokenizerManager + DetokenizerManager, scripted scheduler, weightless Qwen2 folder"
+
+    def __init__(self) -> None:
+        self._sessions: Dict[str, int] = {}  # base URL -> the session of its server's processes
+
+    def server_cpu_seconds(self, url: str) -> float:
+        """CPU seconds used so far by every process of the server at ``url`` (the HTTP server, detokenizer and scheduler); KeyError for a URL not served."""
+        return session_cpu_seconds(self._sessions[url])
 
     @contextlib.contextmanager
     def serve(self, mode: str, workdir: str, *, log_name: Optional[str] = None, record: Optional[str] = None) -> Iterator[str]:
@@ -154,8 +173,10 @@ class SGLangFrontend:
             self._wait_ready(proc, port, log_path)
             if mode == "reference":
                 self._check_installed(log_path)
+            self._sessions[url] = proc.pid  # the server leads its own session (start_new_session)
             yield url
         finally:
+            self._sessions.pop(url, None)
             stop_session(proc)
 
     @staticmethod
@@ -331,9 +352,12 @@ class SGLangFrontend:
         for c in done:
             r = ratio("reference", "msgpack", c)
             if r is not None:
+                cpu = ratio("reference", "msgpack", c, "server_cpu_ms")
                 lines.append(
                     f"Target, concurrency {c}: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s {fmt(r)}, "
-                    f"mean ITL {fmt(ratio('reference', 'msgpack', c, 'mean_itl_ms'))}: {'met' if r >= 1 else 'MISSED'}."
+                    f"mean ITL {fmt(ratio('reference', 'msgpack', c, 'mean_itl_ms'))}"
+                    + ("" if cpu is None else f", server CPU per request {fmt(cpu)}")
+                    + f": {'met' if r >= 1 else 'MISSED'}."
                 )
         r = ratio("msgpack", "pickle", 256) if 256 in done else None
         if r is not None:

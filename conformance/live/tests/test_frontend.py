@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
-from conformance.live.frontend import BenchRun, bench_summary, first_difference
+from conformance.live.frontend import BenchRun, bench, bench_summary, first_difference
 from conformance.live.frontend_main import main
 
 
@@ -53,6 +60,97 @@ def test_sglang_bench_verdict_judges_only_what_the_run_measured():
     assert "Seed, concurrency 256 (msgpack ahead of pickle): msgpack/pickle req/s x1.080: confirmed." in said
     assert "Target, concurrency 256: msgpack at least 1.10x pickle: x1.080: MISSED." in said
     assert any(line.startswith("Target, concurrency 256: the reference codec") and line.endswith("MISSED.") for line in said)
+
+
+class _ToolOnlyFrontend:
+    """A front end whose benchmark tool writes fixed figures; no server, no CPU figure."""
+
+    modes = ("a", "b")
+
+    @contextlib.contextmanager
+    def serve(self, mode, workdir):
+        yield f"http://{mode}"
+
+    def bench_argv(self, url, *, concurrency, prompts, input_len, output_len, seed, output_file):
+        line = {"completed": prompts, "request_throughput": 10.0, "output_throughput": 100.0, "mean_ttft_ms": 2.0, "mean_itl_ms": 0.5}
+        return [sys.executable, "-c", f"open({output_file!r}, 'w').write({json.dumps(line)!r})"]
+
+
+class _MeteredFrontend(_ToolOnlyFrontend):
+    """The same, with a CPU clock per server that only the tool's runs advance: 0.5 s a run for a, 1 s for b."""
+
+    COST = {"a": 0.5, "b": 1.0}
+
+    @contextlib.contextmanager
+    def serve(self, mode, workdir):
+        self.ledger = os.path.join(workdir, "runs")
+        yield f"http://{mode}"
+
+    def bench_argv(self, url, **kwargs):
+        argv = super().bench_argv(url, **kwargs)
+        argv[-1] += f"; open({self.ledger!r}, 'a').write({url[-1]!r})"  # the run, as the server would feel it
+        return argv
+
+    def server_cpu_seconds(self, url):
+        try:
+            with open(self.ledger, encoding="utf-8") as fh:
+                return fh.read().count(url[-1]) * self.COST[url[-1]]
+        except FileNotFoundError:
+            return 0.0
+
+
+def _bench(frontend, tmp_path):
+    return bench(frontend, frontend.modes, concurrencies=[1], repeats=2, prompts={1: 4}, input_len=8, output_len=4, seed=0, workdir=str(tmp_path), log=lambda line: None)
+
+
+def test_a_run_reports_the_servers_cpu_per_request_read_before_and_after_the_tool(tmp_path):
+    runs = _bench(_MeteredFrontend(), tmp_path)
+    # read before the tool runs and after it: 0.5 s (a) or 1 s (b) over 4 requests
+    assert sorted({(r.mode, r.figures["server_cpu_ms"]) for r in runs}) == [("a", 125.0), ("b", 250.0)]
+    rows = {row["mode"]: row for row in bench_summary(runs, ["a", "b"])}
+    assert rows["b"]["server_cpu_ms"] == 250.0 and rows["b"]["server_cpu_ms_ratio"] == 2.0
+    assert rows["b"]["request_throughput_ratio"] == 1.0
+
+
+def test_a_front_end_that_cannot_measure_its_cpu_has_no_cpu_figure_and_the_rest_as_before(tmp_path):
+    runs = _bench(_ToolOnlyFrontend(), tmp_path)
+    assert all(r.figures["server_cpu_ms"] is None and r.figures["request_throughput"] == 10.0 for r in runs)
+    rows = bench_summary(runs, ["a", "b"])
+    assert all(row["server_cpu_ms"] is None and row["server_cpu_ms_ratio"] is None for row in rows)
+    assert all(row["mean_itl_ms_ratio"] == 1.0 for row in rows)
+
+
+def test_the_sglang_verdict_gives_the_server_cpu_ratio_when_it_was_measured():
+    from conformance.engines.sglang.live_frontend import SGLangFrontend
+
+    runs = [
+        BenchRun(mode, 1, rep, {"request_throughput": 80.0, "output_throughput": 1.0, "mean_ttft_ms": 1.0, "mean_itl_ms": 1.0, "server_cpu_ms": cpu})
+        for rep, (a, b) in enumerate([(20.0, 19.0), (22.0, 22.0), (21.0, 21.0)])
+        for mode, cpu in (("msgpack", a), ("reference", b))
+    ]
+    (line,) = SGLangFrontend().bench_verdict(runs)
+    assert "server CPU per request x1.000" in line and line.endswith(": met.")
+
+
+def test_a_session_cpu_clock_counts_the_work_of_every_process_in_it():
+    pytest.importorskip("psutil")
+    from conformance.engines.sglang.live_frontend import session_cpu_seconds, stop_session
+
+    # a leader that starts a child; both burn CPU for 0.4 s, then wait to be stopped
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
+    leader = burn + (
+        "import subprocess, sys\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {burn + 'time.sleep(60)'!r}])\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", leader], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while session_cpu_seconds(proc.pid) < 0.75 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert session_cpu_seconds(proc.pid) >= 0.75  # the leader's 0.4 s and its child's
+    finally:
+        stop_session(proc, 5)
 
 
 def test_frontend_cli_refuses_an_unknown_mode_with_the_modes_offered(capsys):
