@@ -24,9 +24,11 @@ A front end offers
 ``server_cpu_seconds(url)`` (optional)
     CPU seconds (user and system) used so far by every process of the server
     at ``url``. With it, each benchmark run also reports the server's CPU
-    milliseconds per request (``server_cpu_ms``): the work the front end and
-    the IPC did, which on a busy machine moves much less from round to round
-    than requests per second do.
+    milliseconds per request (``server_cpu_ms``), read before and after the
+    tool's run (the other servers idle meanwhile). Times requests per second,
+    it is the cores the server kept busy: near the machine's cores (less the
+    benchmark client's), the server is CPU-bound and its CPU per request moves
+    with the machine's speed from round to round, as requests per second do.
 ``bench_verdict(runs)`` (optional)
     Lines for the report: what the engine's published figures or targets
     say, and whether these runs confirm them (:func:`paired_ratios`).
