@@ -35,32 +35,40 @@ def _check(decoded: s.BatchEmbeddingOutput, i: int) -> None:
     assert torch.equal(third, torch.full((32,), i, dtype=torch.int64))
 
 
-@pytest.mark.parametrize("codec", [ReferenceCodec(), ReferenceCodec(out_of_band_threshold=0)], ids=["v1", "v2"])
-def test_one_codec_shared_by_threads_never_mixes_their_frames(codec):
+def _run_in_threads(worker, count: int) -> None:
+    """``worker(t)`` for t in range(count), each in its own thread, started together; the first failure is raised here."""
     errors = []
-    start = threading.Barrier(8)
+    start = threading.Barrier(count)
 
-    def worker(t: int) -> None:
+    def run(t: int) -> None:
         try:
             start.wait()
-            for n in range(300):
-                i = t * 1000 + n
-                frames = codec.encode(_message(i))
-                if codec.out_of_band:
-                    assert len(frames) == 4
-                _check(codec.decode(frames), i)
-                if n % 50 == 0:  # failing calls interleaved with good ones on other threads
-                    with pytest.raises(DecodeError):
-                        codec.decode([frames[0]] if codec.out_of_band else [frames[0][:-3]])
-        except BaseException as exc:  # reported below: an assertion in a thread does not fail the test
+            worker(t)
+        except BaseException as exc:  # re-raised below: an assertion in a thread does not fail the test
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert not errors, errors[0]
+
+
+@pytest.mark.parametrize("codec", [ReferenceCodec(), ReferenceCodec(out_of_band_threshold=0)], ids=["v1", "v2"])
+def test_one_codec_shared_by_threads_never_mixes_their_frames(codec):
+    def worker(t: int) -> None:
+        for n in range(300):
+            i = t * 1000 + n
+            frames = codec.encode(_message(i))
+            if codec.out_of_band:
+                assert len(frames) == 4
+            _check(codec.decode(frames), i)
+            if n % 50 == 0:  # failing calls interleaved with good ones on other threads
+                with pytest.raises(DecodeError):
+                    codec.decode([frames[0]] if codec.out_of_band else [frames[0][:-3]])
+
+    _run_in_threads(worker, 8)
 
 
 def test_threads_that_splice_and_threads_that_do_not_each_get_their_own_frames():
@@ -68,32 +76,21 @@ def test_threads_that_splice_and_threads_that_do_not_each_get_their_own_frames()
     # from the codec's first call on (the splicer is read only once some thread has held one back)
     codec = ReferenceCodec()
     big = SPLICE_MIN_BYTES // 8 + 1
-    errors = []
-    start = threading.Barrier(6)
 
     def worker(t: int) -> None:
-        try:
-            start.wait()
-            for n in range(60):
-                i = t * 1000 + n
-                msg = minimal(s.BatchEmbeddingOutput)
-                msg.rids, msg.embeddings = [str(i)], [[float(i)]]
-                spliced = t % 2 == 0 and n % 3 == 0
-                msg.pooled_hidden_states = [torch.full((big if spliced else 8,), i, dtype=torch.int64)]
-                (frame,) = codec.encode(msg)
-                assert isinstance(frame, bytes) is not spliced
-                decoded = codec.decode([frame])
-                assert decoded.rids == [str(i)]
-                assert torch.equal(decoded.pooled_hidden_states[0], msg.pooled_hidden_states[0])
-        except BaseException as exc:  # reported below: an assertion in a thread does not fail the test
-            errors.append(exc)
+        for n in range(60):
+            i = t * 1000 + n
+            msg = minimal(s.BatchEmbeddingOutput)
+            msg.rids, msg.embeddings = [str(i)], [[float(i)]]
+            spliced = t % 2 == 0 and n % 3 == 0
+            msg.pooled_hidden_states = [torch.full((big if spliced else 8,), i, dtype=torch.int64)]
+            (frame,) = codec.encode(msg)
+            assert isinstance(frame, bytes) is not spliced
+            decoded = codec.decode([frame])
+            assert decoded.rids == [str(i)]
+            assert torch.equal(decoded.pooled_hidden_states[0], msg.pooled_hidden_states[0])
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors[0]
+    _run_in_threads(worker, 6)
 
 
 def test_a_refused_value_does_not_misplace_the_next_encode_error():
