@@ -217,7 +217,7 @@ def bench(
 
 
 def paired_ratios(runs: Sequence[BenchRun], mode: str, base: str, concurrency: int, figure: str) -> List[float]:
-    """``figure`` of ``mode`` over ``base``'s, round by round (rounds where both ran), at ``concurrency``."""
+    """``figure`` of ``mode`` over ``base``'s, round by round (rounds where both ran and have the figure), at ``concurrency``."""
     by_round = {(r.mode, r.repeat): r.figures.get(figure) for r in runs if r.concurrency == concurrency}
     rounds = sorted({rep for (m, rep) in by_round if m == mode} & {rep for (m, rep) in by_round if m == base})
     pairs = [(by_round[(mode, rep)], by_round[(base, rep)]) for rep in rounds]
