@@ -35,9 +35,11 @@ A front end offers
 
 :func:`check_identical` runs the workload once per mode and lists every
 answer that differs from the baseline's; :func:`bench` runs the benchmark
-with every mode's server up, alternating modes within each repeat (the
-order rotates from repeat to repeat), and gives per-repeat ratios to the
-baseline and their median.
+with every mode's server up, every mode once per round in the order of a
+Williams design (:func:`~conformance.live.paired.round_orders`: each mode
+in each position, and after each other mode, equally often), and gives
+per-round ratios to the baseline, their median and its distribution-free 95%
+interval (:func:`~conformance.live.paired.median_interval`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
+
+from .paired import median_interval, round_orders
 
 __all__ = ["FrontendRunError", "FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "paired_ratios", "FIGURES", "TOOL_FIGURES", "first_difference"]
 
@@ -199,13 +203,12 @@ def bench(
     workdir: str,
     log: Any = print,
 ) -> List[BenchRun]:
-    """Every mode's server up at once; per concurrency, ``repeats`` rounds, each running every mode once (order rotating)."""
+    """Every mode's server up at once; per concurrency, ``repeats`` rounds, each running every mode once (orders: :func:`round_orders`)."""
     runs: List[BenchRun] = []
     with contextlib.ExitStack() as stack:
         urls = {mode: stack.enter_context(frontend.serve(mode, workdir)) for mode in modes}
         for concurrency in concurrencies:
-            for repeat in range(repeats):
-                order = list(modes[repeat % len(modes):]) + list(modes[: repeat % len(modes)])
+            for repeat, order in enumerate(round_orders(modes, repeats)):
                 for mode in order:
                     run = _run_bench(
                         frontend, urls[mode], mode, concurrency, repeat,
@@ -225,7 +228,7 @@ def paired_ratios(runs: Sequence[BenchRun], mode: str, base: str, concurrency: i
 
 
 def bench_summary(runs: Sequence[BenchRun], modes: Sequence[str]) -> List[Dict[str, Any]]:
-    """Per concurrency and mode: each figure's median, and its per-repeat ratios to the first mode with their median."""
+    """Per concurrency and mode: each figure's median, and its per-round ratios to the first mode with their median and its 95% interval (None: too few rounds)."""
     rows = []
     base_mode = modes[0]
     for concurrency in sorted({r.concurrency for r in runs}):
@@ -238,5 +241,7 @@ def bench_summary(runs: Sequence[BenchRun], modes: Sequence[str]) -> List[Dict[s
                 ratios = paired_ratios(runs, mode, base_mode, concurrency, name)
                 row[f"{name}_ratios"] = [round(x, 4) for x in ratios]
                 row[f"{name}_ratio"] = round(statistics.median(ratios), 4) if ratios else None
+                interval = median_interval(ratios)
+                row[f"{name}_ratio_interval"] = None if interval is None else [round(x, 4) for x in interval]
             rows.append(row)
     return rows

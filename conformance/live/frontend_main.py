@@ -161,20 +161,23 @@ def _write_doc(
         f"- machine: {_machine()}; load average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1/5/15 min)",
         f"- workload: `random-ids`, {args.input_len} input and {args.output_len} output tokens per request, "
         f"{', '.join(f'{n} requests at concurrency {c}' for c, n in sorted({r.concurrency: args_prompts(args)[r.concurrency] for r in runs}.items()))}; "
-        f"{args.repeats} rounds per concurrency, each running every mode once (order rotating), all servers up throughout",
+        f"{args.repeats} rounds per concurrency, each running every mode once in the order of a Williams design (every mode in every position, and after every other mode, equally often over a cycle of rounds), all servers up throughout",
         "- the model is out of the way (a scripted scheduler), so what differs between modes is the front end's and the IPC's work",
         "",
         "Ratios are to the first mode, per round, then the median over rounds (above 1: more req/s or tok/s; for TTFT, ITL and "
-        "server CPU, above 1 is slower). Server CPU is the CPU time every process of the mode's server used during the run, "
+        "server CPU, above 1 is slower); the req/s ratio's 95% interval is distribution-free, from the rounds' order statistics "
+        "(n/a: fewer than 6 rounds). Server CPU is the CPU time every process of the mode's server used during the run, "
         "per request (n/a: the front end cannot measure it).",
         "",
-        "| concurrency | mode | req/s | ratio | output tok/s | ratio | mean TTFT ms | ratio | mean ITL ms | ratio | server CPU ms/request | ratio | req/s ratios per round |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| concurrency | mode | req/s | ratio | output tok/s | ratio | mean TTFT ms | ratio | mean ITL ms | ratio | server CPU ms/request | ratio | req/s ratio 95% interval | req/s ratios per round |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         cells = []
         for name in FIGURES:
             cells += [_cell(row[name], 2), _cell(row[name + "_ratio"], 3)]
+        interval = row["request_throughput_ratio_interval"]
+        cells.append("n/a" if interval is None else f"{interval[0]:.3f}-{interval[1]:.3f}")
         lines.append(f"| {row['concurrency']} | {row['mode']} | " + " | ".join(cells) + f" | {', '.join(f'{x:.3f}' for x in row['request_throughput_ratios'])} |")
     if verdict:
         lines += ["", "## What it says", ""] + [f"- {line}" for line in verdict]

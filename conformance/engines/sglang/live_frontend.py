@@ -323,8 +323,13 @@ class SGLangFrontend:
 
 
     def bench_verdict(self, runs: Sequence[Any]) -> List[str]:
-        """The seed's figures (msgpack equal to pickle at concurrency 1, +13.8% req/s at 1024) and issue 25's targets, against ``runs``."""
+        """The seed's figures (msgpack equal to pickle at concurrency 1, +13.8% req/s at 1024) and issue 25's targets, against ``runs``.
+
+        A target is met when the median of the per-round ratios reaches it, MISSED when its 95%
+        interval lies below it, NOT SHOWN when the interval holds it (:func:`~conformance.live.paired.at_least`).
+        """
         from conformance.live.frontend import paired_ratios
+        from conformance.live.paired import at_least, median_interval
 
         def ratio(mode: str, base: str, c: int, figure: str = "request_throughput") -> Optional[float]:
             found = paired_ratios(runs, mode, base, c, figure)
@@ -333,13 +338,17 @@ class SGLangFrontend:
         def fmt(x: Optional[float]) -> str:
             return "not measured" if x is None else f"x{x:.3f}"
 
+        def spread(mode: str, base: str, c: int) -> str:
+            interval = median_interval(paired_ratios(runs, mode, base, c, "request_throughput"))
+            return "" if interval is None else f" (95% interval x{interval[0]:.3f}-x{interval[1]:.3f})"
+
         done = sorted({r.concurrency for r in runs})
         lines = []
         c1 = ratio("msgpack", "pickle", 1) if 1 in done else None
         if c1 is not None:
             equal = abs(c1 - 1) <= 0.03
             lines.append(
-                f"Seed, concurrency 1 (msgpack equal to pickle): msgpack/pickle req/s {fmt(c1)} "
+                f"Seed, concurrency 1 (msgpack equal to pickle): msgpack/pickle req/s {fmt(c1)}{spread('msgpack', 'pickle', 1)} "
                 f"(median of per-round ratios): {'confirmed' if equal else 'not confirmed'} (equal taken as within 3%)."
             )
         high = [c for c in done if c > 1]
@@ -348,20 +357,24 @@ class SGLangFrontend:
             if r is None:
                 continue  # a run without pickle or msgpack says nothing about the seed
             seed = " (seed: x1.138 at 1024, on an H100 with a real model)" if c == 1024 else ""
-            lines.append(f"Seed, concurrency {c} (msgpack ahead of pickle): msgpack/pickle req/s {fmt(r)}{seed}: {'confirmed' if r > 1 else 'not confirmed'}.")
+            lines.append(
+                f"Seed, concurrency {c} (msgpack ahead of pickle): msgpack/pickle req/s {fmt(r)}{spread('msgpack', 'pickle', c)}{seed}: "
+                f"{'confirmed' if r > 1 else 'not confirmed'}."
+            )
         for c in done:
             r = ratio("reference", "msgpack", c)
             if r is not None:
                 cpu = ratio("reference", "msgpack", c, "server_cpu_ms")
                 lines.append(
-                    f"Target, concurrency {c}: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s {fmt(r)}, "
-                    f"mean ITL {fmt(ratio('reference', 'msgpack', c, 'mean_itl_ms'))}"
+                    f"Target, concurrency {c}: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s {fmt(r)}"
+                    f"{spread('reference', 'msgpack', c)}, mean ITL {fmt(ratio('reference', 'msgpack', c, 'mean_itl_ms'))}"
                     + ("" if cpu is None else f", server CPU per request {fmt(cpu)}")
-                    + f": {'met' if r >= 1 else 'MISSED'}."
+                    + f": {at_least(paired_ratios(runs, 'reference', 'msgpack', c, 'request_throughput'), 1.0)}."
                 )
         r = ratio("msgpack", "pickle", 256) if 256 in done else None
         if r is not None:
-            lines.append(f"Target, concurrency 256: msgpack at least 1.10x pickle: {fmt(r)}: {'met' if r >= 1.10 else 'MISSED'}.")
+            verdict = at_least(paired_ratios(runs, "msgpack", "pickle", 256, "request_throughput"), 1.10)
+            lines.append(f"Target, concurrency 256: msgpack at least 1.10x pickle: {fmt(r)}: {verdict}.")
         return lines
 
 

@@ -58,8 +58,22 @@ def test_sglang_bench_verdict_judges_only_what_the_run_measured():
     assert said == ["Target, concurrency 256: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s x1.010, mean ITL x1.000: met."]
     said = SGLangFrontend().bench_verdict(_runs({"pickle": [50.0, 50.0, 50.0], "msgpack": [100.0, 50.0, 54.0], "reference": [99.0, 50.0, 50.0]}))
     assert "Seed, concurrency 256 (msgpack ahead of pickle): msgpack/pickle req/s x1.080: confirmed." in said
-    assert "Target, concurrency 256: msgpack at least 1.10x pickle: x1.080: MISSED." in said
-    assert any(line.startswith("Target, concurrency 256: the reference codec") and line.endswith("MISSED.") for line in said)
+    assert "Target, concurrency 256: msgpack at least 1.10x pickle: x1.080: MISSED (3 rounds: too few for a 95% interval)." in said
+    assert any(line.startswith("Target, concurrency 256: the reference codec") and "MISSED" in line for line in said)
+
+
+def test_sglang_bench_verdict_says_not_shown_when_the_median_misses_but_the_interval_holds_the_target():
+    from conformance.engines.sglang.live_frontend import SGLangFrontend
+
+    # reference/msgpack per round: 0.90 ... 1.05, median 0.98, 95% interval (2nd and 8th of 9) 0.92-1.04
+    shown = SGLangFrontend().bench_verdict(_runs({"msgpack": [100.0] * 9, "reference": [90.0, 92.0, 95.0, 97.0, 98.0, 99.0, 101.0, 104.0, 105.0]}))
+    assert shown == [
+        "Target, concurrency 256: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s x0.980 "
+        "(95% interval x0.920-x1.040), mean ITL x1.000: NOT SHOWN (below x1.000, but its 95% interval x0.920-x1.040 holds it: the rounds cannot tell)."
+    ]
+    # every round behind: the interval is below 1 too
+    (line,) = SGLangFrontend().bench_verdict(_runs({"msgpack": [100.0] * 9, "reference": [90.0, 92.0, 95.0, 97.0, 98.0, 99.0, 99.0, 99.0, 99.5]}))
+    assert line.endswith(": MISSED (its 95% interval x0.920-x0.990 is below x1.000).")
 
 
 class _ToolOnlyFrontend:

@@ -1,0 +1,109 @@
+"""A paired benchmark's design and its reading: which order the modes run in each round, and how sure a median ratio is.
+
+A round runs every mode once and gives one ratio per mode to the baseline;
+the verdict is the median of those ratios over the rounds. Two things decide
+whether that median can be trusted on a shared, noisy machine:
+
+- **The order within a round.** A mode that always runs first, or always
+  right after the same other mode, carries whatever the machine does at that
+  point (a neighbour's burst, caches and frequency left by the run before).
+  :func:`round_orders` gives a Williams design: over a cycle of rounds
+  (``n`` rounds for ``n`` modes when ``n`` is even, ``2n`` when odd) every
+  mode runs in every position equally often and directly after every other
+  mode equally often.
+- **The spread of the ratios.** :func:`median_interval` gives a confidence
+  interval for the median that assumes nothing about the ratios'
+  distribution (rounds are taken as independent): a median below 1 whose
+  interval holds 1 says the rounds cannot tell the two modes apart.
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import List, Optional, Sequence, Tuple, TypeVar
+
+__all__ = ["round_orders", "median_interval", "williams_cycle", "at_least"]
+
+T = TypeVar("T")
+
+
+def williams_cycle(n: int) -> List[List[int]]:
+    """The rows of a Williams design for ``n`` treatments: indices ``0..n-1``, ``n`` rows (``n`` even) or ``2n`` (``n`` odd).
+
+    Row ``i`` is the first row ``0, 1, n-1, 2, n-2, ...`` plus ``i`` (mod ``n``);
+    for odd ``n`` the mirrored rows follow, which balance what the first half
+    cannot. Over the cycle, each treatment holds each position equally often
+    and follows each other treatment equally often.
+    """
+    if n < 1:
+        raise ValueError(f"a design needs at least one treatment, got {n}")
+    first = [0]
+    low, high = 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    rows = [[(t + i) % n for t in first] for i in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
+def round_orders(modes: Sequence[T], rounds: int) -> List[List[T]]:
+    """The order ``modes`` run in, for each of ``rounds`` rounds: the :func:`williams_cycle` repeated (balanced over whole cycles)."""
+    cycle = williams_cycle(len(modes))
+    return [[modes[i] for i in cycle[r % len(cycle)]] for r in range(rounds)]
+
+
+def median_interval(values: Sequence[float], level: float = 0.95) -> Optional[Tuple[float, float]]:
+    """A distribution-free ``level`` confidence interval for the median that ``values`` were drawn from, or None.
+
+    The interval is ``(x[k], x[n-1-k])`` of the sorted values ``x``, with the
+    largest ``k`` whose coverage, ``1 - 2 P(Binomial(n, 1/2) <= k)``, is at
+    least ``level`` (the median lies outside only when ``k`` or fewer values
+    fall on one side of it); so its coverage is ``level`` or more, whatever
+    the shape of the distribution. 9 rounds at 95%: the 2nd and 8th values.
+    None when there are too few values for any interval to reach ``level``
+    (fewer than 6 at 95%).
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    n = len(values)
+    ordered = sorted(values)
+    best = None
+    tail = 0
+    for k in range(n // 2):
+        tail += comb(n, k)
+        if 1 - 2 * tail / 2**n < level:
+            break
+        best = k
+    if best is None:
+        return None
+    return ordered[best], ordered[n - 1 - best]
+
+
+def at_least(ratios: Sequence[float], target: float, level: float = 0.95) -> str:
+    """Whether the median of ``ratios`` is at least ``target``: ``met``, ``MISSED`` or ``NOT SHOWN``, with the reason.
+
+    ``met``: the median is ``target`` or more. ``MISSED``: it is below, and so
+    is the whole :func:`median_interval` (or there are too few rounds for an
+    interval). ``NOT SHOWN``: the median is below but the interval holds
+    ``target``: these rounds cannot tell the two apart, and more rounds (or a
+    quieter machine) would be needed to say either way.
+    """
+    if not ratios:
+        raise ValueError("no ratios to judge")
+    ordered = sorted(ratios)
+    n = len(ordered)
+    median = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
+    if median >= target:
+        return "met"
+    interval = median_interval(ratios, level)
+    if interval is None:
+        return f"MISSED ({n} rounds: too few for a {level:.0%} interval)"
+    low, high = interval
+    if high < target:
+        return f"MISSED (its {level:.0%} interval x{low:.3f}-x{high:.3f} is below x{target:.3f})"
+    return f"NOT SHOWN (below x{target:.3f}, but its {level:.0%} interval x{low:.3f}-x{high:.3f} holds it: the rounds cannot tell)"
