@@ -37,8 +37,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bench", action="store_true", help="also run the engine's benchmark tool per mode")
     p.add_argument("--skip-check", action="store_true", help="with --bench: skip the identical-answers check")
     p.add_argument("--bench-concurrency", default="1,256", help="comma-separated concurrencies (default: %(default)s)")
-    p.add_argument("--repeats", type=int, default=5, help="benchmark rounds per concurrency, modes alternating (default: %(default)s)")
-    p.add_argument("--prompts", default="1:32,256:1024", help="requests per run by concurrency, C:N,... (default: %(default)s)")
+    p.add_argument(
+        "--repeats", type=int, default=6,
+        help="benchmark rounds per concurrency, every mode once a round; a multiple of the design's cycle (2 rounds for two modes, 6 for three) balances the order (default: %(default)s)",
+    )
+    p.add_argument(
+        "--prompts", default="1:512,256:2048,1024:4096",
+        help="requests per run by concurrency, C:N,...; runs of several seconds, so start-up and the tail weigh little (default: %(default)s)",
+    )
     p.add_argument("--input-len", type=int, default=1024, help="benchmark input tokens (default: %(default)s)")
     p.add_argument("--output-len", type=int, default=200, help="benchmark output tokens (default: %(default)s)")
     p.add_argument("--doc", default=None, help="with --bench: write the report here (Markdown)")

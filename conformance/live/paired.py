@@ -19,6 +19,7 @@ whether that median can be trusted on a shared, noisy machine:
 
 from __future__ import annotations
 
+import statistics
 from math import comb
 from typing import List, Optional, Sequence, Tuple, TypeVar
 
@@ -95,14 +96,11 @@ def at_least(ratios: Sequence[float], target: float, level: float = 0.95) -> str
     """
     if not ratios:
         raise ValueError("no ratios to judge")
-    ordered = sorted(ratios)
-    n = len(ordered)
-    median = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
-    if median >= target:
+    if statistics.median(ratios) >= target:
         return "met"
     interval = median_interval(ratios, level)
     if interval is None:
-        return f"MISSED ({n} rounds: too few for a {level:.0%} interval)"
+        return f"MISSED ({len(ratios)} rounds: too few for a {level:.0%} interval)"
     low, high = interval
     if high < target:
         return f"MISSED (its {level:.0%} interval x{low:.3f}-x{high:.3f} is below x{target:.3f})"
