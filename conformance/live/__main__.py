@@ -11,10 +11,13 @@ could not run or an option is bad.
 ``--ipc-bound`` takes the model out of the way (the scheduler reads its
 outputs from precomputed tables, :mod:`conformance.live.precomputed`), so the
 time left is IPC; with ``--workload decode-heavy --concurrency 256
---repeats 3`` it is the seed's throughput experiment in miniature. Repeats
-alternate the codecs (pickle, reference, pickle, reference, ...), so drift of
-the machine falls on both alike; the summary gives each codec's median over
-its repeats and the ratio to the first codec.
+--repeats 3`` it is the seed's throughput experiment in miniature. Each repeat
+runs every codec once, in the balanced orders of
+:func:`~conformance.live.paired.round_orders` (pickle, reference; reference,
+pickle; ...), so drift of the machine and a codec's place in the repeat fall
+on all alike; the summary gives each codec's median over its repeats and its
+ratio to the first codec (the median of the per-repeat ratios, with its 95%
+interval from 6 repeats on).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from .compare import compare_results
+from .paired import median_interval, round_orders
 from .pipeline import PipelineError, PipelineResult, default_device, run_pipeline
 from .workload import WORKLOADS
 
@@ -49,7 +53,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--device", default=None, help="scheduler device (default: cuda when available, else cpu)")
     parser.add_argument("--concurrency", type=int, default=8, help="most requests in flight (default: %(default)s)")
     parser.add_argument("--ipc-bound", action="store_true", help="precomputed model outputs instead of the model, so the time is IPC")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per codec, alternating codecs (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per codec, every codec once a repeat in balanced orders (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed for the answers of one run")
     parser.add_argument("--json", metavar="FILE", help="write the figures and mismatches as JSON")
     args = parser.parse_args(argv)
@@ -114,9 +118,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _run_repeats(
     args: argparse.Namespace, codecs: List[str], workload: List[Any], device: str, runs: Dict[str, List[PipelineResult]], failures: List[str]
 ) -> Optional[int]:
-    """Run every codec ``args.repeats`` times, alternating; an exit status when the baseline could not run, else None."""
-    for _ in range(args.repeats):
-        for codec in codecs:
+    """Run every codec ``args.repeats`` times, once a repeat (orders: :func:`round_orders`); an exit status when the baseline could not run, else None."""
+    for order in round_orders(codecs, args.repeats):
+        for codec in order:
             # The client runs in this process, which keeps every earlier run's answers for the
             # comparison: frozen, they are not traversed by the client's collections, so a later
             # run does not pay for the answers of the runs before it.
@@ -135,7 +139,7 @@ def _run_repeats(
             except (PipelineError, ValueError) as exc:
                 print(f"FAILED {codec}: {exc}", flush=True)
                 failures.append(f"{codec}: {exc}")
-                if codec == codecs[0] and not runs[codec]:
+                if codec == codecs[0] and not runs[codec]:  # the first repeat runs the baseline first
                     print("error: the baseline did not run; nothing to compare against", file=sys.stderr)
                     return 2
                 continue
@@ -151,7 +155,8 @@ def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict
     baseline's run of the same repeat: repeats alternate, so a pair saw the same
     machine, and a machine that slows down halfway moves both runs of a pair
     (a ratio of the two medians can then pair a fast run with a slow one). It
-    is None unless both codecs completed every repeat.
+    is None unless both codecs completed every repeat; ``ratio_requests_per_s_interval``
+    is its 95% interval (:func:`median_interval`; None below 6 repeats).
     """
     base = runs.get(baseline) or []
     rows = []
@@ -168,21 +173,31 @@ def summarize(runs: Dict[str, List[PipelineResult]], baseline: str) -> List[Dict
                 "tokens_per_s": round(statistics.median(r.tokens_per_s for r in results), 3),
                 "mean_itl_ms": round(statistics.median(itls) * 1e3, 4) if itls else None,
                 "requests_per_s_all": [round(r.requests_per_s, 3) for r in results],
-                "ratio_requests_per_s": _paired_ratio(results, base, "requests_per_s"),
-                "ratio_tokens_per_s": _paired_ratio(results, base, "tokens_per_s"),
+                "ratio_requests_per_s": _median(_paired_ratios(results, base, "requests_per_s")),
+                "ratio_requests_per_s_interval": _interval(_paired_ratios(results, base, "requests_per_s")),
+                "ratio_tokens_per_s": _median(_paired_ratios(results, base, "tokens_per_s")),
                 "ipc_cpu_s": round(statistics.median(r.ipc_cpu_s for r in results), 4),
                 "cpu_s": round(statistics.median(r.cpu_s for r in results), 4),
-                "ratio_ipc_cpu_s": _paired_ratio(results, base, "ipc_cpu_s"),
+                "ratio_ipc_cpu_s": _median(_paired_ratios(results, base, "ipc_cpu_s")),
             }
         )
     return rows
 
 
-def _paired_ratio(results: List[PipelineResult], base: List[PipelineResult], figure: str) -> Optional[float]:
+def _paired_ratios(results: List[PipelineResult], base: List[PipelineResult], figure: str) -> List[float]:
+    """``figure`` of each repeat's run over the baseline's; empty unless both ran every repeat."""
     if not base or len(results) != len(base):
-        return None
-    ratios = [getattr(r, figure) / getattr(b, figure) for r, b in zip(results, base) if getattr(b, figure)]
+        return []
+    return [getattr(r, figure) / getattr(b, figure) for r, b in zip(results, base) if getattr(b, figure)]
+
+
+def _median(ratios: List[float]) -> Optional[float]:
     return round(statistics.median(ratios), 4) if ratios else None
+
+
+def _interval(ratios: List[float]) -> Optional[List[float]]:
+    interval = median_interval(ratios)
+    return None if interval is None else [round(x, 4) for x in interval]
 
 
 def row_line(row: Dict[str, Any]) -> str:
@@ -191,9 +206,13 @@ def row_line(row: Dict[str, Any]) -> str:
     return (
         f"median of {row['runs']}: {row['codec']:>12} {row['requests_per_s']:.1f} req/s ({runs}), "
         f"{row['tokens_per_s']:.1f} tok/s, mean ITL {itl}; {_times(row['ratio_requests_per_s'])} req/s, "
-        f"{_times(row['ratio_tokens_per_s'])} tok/s of the first codec (median of per-repeat ratios); "
+        f"{_times(row['ratio_tokens_per_s'])} tok/s of the first codec (median of per-repeat ratios{_within(row['ratio_requests_per_s_interval'])}); "
         f"CPU in IPC {row['ipc_cpu_s']:.3f} s ({_times(row['ratio_ipc_cpu_s'])} the first codec's) of {row['cpu_s']:.3f} s"
     )
+
+
+def _within(interval: Optional[List[float]]) -> str:
+    return "" if interval is None else f"; req/s 95% interval x{interval[0]:.3f}-x{interval[1]:.3f}"
 
 
 def _times(ratio: Optional[float]) -> str:

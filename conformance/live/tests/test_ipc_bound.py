@@ -97,7 +97,7 @@ def test_every_process_reports_the_cpu_time_of_its_sends_and_receives_within_its
     assert f"CPU in IPC {result.ipc_cpu_s:.3f} s" in result.line()
 
 
-def test_the_command_line_alternates_repeats_and_reports_medians_and_ratios(monkeypatch, tmp_path, capsys):
+def test_the_command_line_runs_repeats_in_balanced_orders_and_reports_medians_and_ratios(monkeypatch, tmp_path, capsys):
     canned = {codec: run_pipeline(codec, WORKLOAD[:2], device="cpu", concurrency=2, ipc_bound=True) for codec in ("pickle", "reference")}
     calls = []
 
@@ -111,7 +111,7 @@ def test_the_command_line_alternates_repeats_and_reports_medians_and_ratios(monk
     out_file = tmp_path / "live.json"
     argv = ["--ipc-bound", "--workload", "decode-heavy", "--requests", "2", "--seed", "1", "--repeats", "2", "--json", str(out_file)]
     assert cli.main(argv) == 0
-    assert calls == [("pickle", True), ("reference", True), ("pickle", True), ("reference", True)]
+    assert calls == [("pickle", True), ("reference", True), ("reference", True), ("pickle", True)]  # neither always first
     assert gc.get_freeze_count() == 0  # and given back when the runs end
     printed = capsys.readouterr().out
     assert "ipc-bound" in printed and "median of 2" in printed and "identical" in printed
@@ -149,6 +149,10 @@ def test_ratios_pair_the_runs_of_each_repeat_so_a_machine_that_slows_down_moves_
     # a codec that missed a repeat cannot be paired: no ratio rather than a wrong one
     short = cli.summarize({"pickle": pickle, "reference": reference[:4]}, "pickle")
     assert short[1]["ratio_requests_per_s"] is None and short[1]["ratio_ipc_cpu_s"] is None
+    assert ref["ratio_requests_per_s_interval"] is None  # 5 repeats: too few for a 95% interval
+    six = cli.summarize({"pickle": pickle + pickle[:1], "reference": reference + reference[:1]}, "pickle")
+    assert six[1]["ratio_requests_per_s_interval"] == [pytest.approx(194.5 / 214.7, abs=1e-4), pytest.approx(1.3865, abs=1e-4)]
+    assert "req/s 95% interval x0.906-x1.387" in cli.row_line(six[1])
 
 
 class _SlowCodec:
