@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import random
-import sys
 from collections import Counter
 from math import log
 
@@ -13,6 +10,7 @@ import pytest
 
 from conformance.live.frontend import bench, bench_summary
 from conformance.live.paired import at_least, median_interval, round_orders, williams_cycle
+from conformance.live.tests.test_frontend import _ToolOnlyFrontend
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
@@ -71,18 +69,10 @@ def test_at_least_is_met_by_the_median_missed_below_the_interval_and_not_shown_i
         at_least([], 1.0)
 
 
-class _ThreeModes:
+class _ThreeModes(_ToolOnlyFrontend):
     """A front end of three modes whose benchmark tool writes fixed figures."""
 
     modes = ("a", "b", "c")
-
-    @contextlib.contextmanager
-    def serve(self, mode, workdir):
-        yield f"http://{mode}"
-
-    def bench_argv(self, url, *, concurrency, prompts, input_len, output_len, seed, output_file):
-        line = {"completed": prompts, "request_throughput": 10.0, "output_throughput": 100.0, "mean_ttft_ms": 2.0, "mean_itl_ms": 0.5}
-        return [sys.executable, "-c", f"open({output_file!r}, 'w').write({json.dumps(line)!r})"]
 
 
 def test_bench_runs_the_modes_in_a_balanced_order_and_gives_each_ratio_an_interval(tmp_path):
