@@ -38,14 +38,7 @@ def williams_cycle(n: int) -> List[List[int]]:
     """
     if n < 1:
         raise ValueError(f"a design needs at least one treatment, got {n}")
-    first = [0]
-    low, high = 1, n - 1
-    while len(first) < n:
-        first.append(low)
-        low += 1
-        if len(first) < n:
-            first.append(high)
-            high -= 1
+    first = [(j + 1) // 2 if j % 2 else (n - j // 2) % n for j in range(n)]  # 0, 1, n-1, 2, n-2, ...
     rows = [[(t + i) % n for t in first] for i in range(n)]
     if n % 2:
         rows += [row[::-1] for row in rows]

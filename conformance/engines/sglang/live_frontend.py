@@ -338,43 +338,45 @@ class SGLangFrontend:
         def fmt(x: Optional[float]) -> str:
             return "not measured" if x is None else f"x{x:.3f}"
 
-        def spread(mode: str, base: str, c: int) -> str:
-            interval = median_interval(paired_ratios(runs, mode, base, c, "request_throughput"))
-            return "" if interval is None else f" (95% interval x{interval[0]:.3f}-x{interval[1]:.3f})"
+        def req_s(mode: str, base: str, c: int) -> List[float]:
+            return paired_ratios(runs, mode, base, c, "request_throughput")
+
+        def said(found: List[float]) -> str:
+            """The median of per-round req/s ratios, with its 95% interval where there are rounds enough."""
+            interval = median_interval(found)
+            return fmt(statistics.median(found)) + ("" if interval is None else f" (95% interval x{interval[0]:.3f}-x{interval[1]:.3f})")
 
         done = sorted({r.concurrency for r in runs})
         lines = []
-        c1 = ratio("msgpack", "pickle", 1) if 1 in done else None
-        if c1 is not None:
-            equal = abs(c1 - 1) <= 0.03
+        found = req_s("msgpack", "pickle", 1)
+        if found:
+            equal = abs(statistics.median(found) - 1) <= 0.03
             lines.append(
-                f"Seed, concurrency 1 (msgpack equal to pickle): msgpack/pickle req/s {fmt(c1)}{spread('msgpack', 'pickle', 1)} "
+                f"Seed, concurrency 1 (msgpack equal to pickle): msgpack/pickle req/s {said(found)} "
                 f"(median of per-round ratios): {'confirmed' if equal else 'not confirmed'} (equal taken as within 3%)."
             )
-        high = [c for c in done if c > 1]
-        for c in high:
-            r = ratio("msgpack", "pickle", c)
-            if r is None:
+        for c in [c for c in done if c > 1]:
+            found = req_s("msgpack", "pickle", c)
+            if not found:
                 continue  # a run without pickle or msgpack says nothing about the seed
             seed = " (seed: x1.138 at 1024, on an H100 with a real model)" if c == 1024 else ""
             lines.append(
-                f"Seed, concurrency {c} (msgpack ahead of pickle): msgpack/pickle req/s {fmt(r)}{spread('msgpack', 'pickle', c)}{seed}: "
-                f"{'confirmed' if r > 1 else 'not confirmed'}."
+                f"Seed, concurrency {c} (msgpack ahead of pickle): msgpack/pickle req/s {said(found)}{seed}: "
+                f"{'confirmed' if statistics.median(found) > 1 else 'not confirmed'}."
             )
         for c in done:
-            r = ratio("reference", "msgpack", c)
-            if r is not None:
+            found = req_s("reference", "msgpack", c)
+            if found:
                 cpu = ratio("reference", "msgpack", c, "server_cpu_ms")
                 lines.append(
-                    f"Target, concurrency {c}: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s {fmt(r)}"
-                    f"{spread('reference', 'msgpack', c)}, mean ITL {fmt(ratio('reference', 'msgpack', c, 'mean_itl_ms'))}"
+                    f"Target, concurrency {c}: the reference codec inside SGLang at least SGLang's msgpack: reference/msgpack req/s {said(found)}"
+                    f", mean ITL {fmt(ratio('reference', 'msgpack', c, 'mean_itl_ms'))}"
                     + ("" if cpu is None else f", server CPU per request {fmt(cpu)}")
-                    + f": {at_least(paired_ratios(runs, 'reference', 'msgpack', c, 'request_throughput'), 1.0)}."
+                    + f": {at_least(found, 1.0)}."
                 )
-        r = ratio("msgpack", "pickle", 256) if 256 in done else None
-        if r is not None:
-            verdict = at_least(paired_ratios(runs, "msgpack", "pickle", 256, "request_throughput"), 1.10)
-            lines.append(f"Target, concurrency 256: msgpack at least 1.10x pickle: {fmt(r)}: {verdict}.")
+        found = req_s("msgpack", "pickle", 256)
+        if found:
+            lines.append(f"Target, concurrency 256: msgpack at least 1.10x pickle: {fmt(statistics.median(found))}: {at_least(found, 1.10)}.")
         return lines
 
 
