@@ -5,9 +5,12 @@ whose speed moves 2-3x over minutes, a ratio between two codecs measured a
 minute apart moves with it (this repository saw 1.23x and 0.95x for the same
 code). Here every *round* times each codec once, in turn, on the same message
 (a batch of calls long enough to read a clock, about 4 ms), and the ratio is
-taken inside the round, where both codecs saw the same machine. A family's
-ratio is the median of its rounds' ratios; the corpus figure is the median over
-families, as in the issue's targets.
+taken inside the round, where both codecs saw the same machine. The order of
+the codecs changes from round to round in a Williams design
+(:func:`conformance.paired.round_orders`), so that no codec always runs first
+or always right after the same other one. A family's ratio is the median of
+its rounds' ratios; the corpus figure is the median over families, as in the
+issue's targets.
 
 ``python -m conformance.benchmarks interleaved --codecs reference-v1,sglang``
 prints, per family of :mod:`.corpus`, the median time of each codec and the
@@ -23,7 +26,11 @@ between 0.95x and 1.19x from one process to another, each the median of 15
 to 25 rounds. ``--processes N`` repeats the whole measurement in N fresh
 interpreters, one after the other (never side by side: the machine has two
 cores), and reports the median over processes of each family's ratio, with
-the lowest and highest. A verdict on a target wants several processes.
+the lowest and highest. A verdict on a target wants several processes: the
+every-family target reads each family behind it over its processes' ratios
+(:func:`conformance.paired.judge`): MISSED when their median's 95% interval
+lies below the target, NOT SHOWN when it holds the target (the processes
+cannot tell), and MISSED without an interval below 6 processes.
 
 A tight loop keeps the codec's code and data in the CPU's caches, which a
 serving process does not: between two messages it tokenizes, schedules and
@@ -46,6 +53,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..paired import MISSED, NOT_SHOWN, judge, round_orders
 from . import corpus
 from .codecs import BASELINE, bench_target, get_codec, unavailable
 from .provenance import header
@@ -69,7 +77,8 @@ class Row:
     """One family and operation: each codec's median seconds per call, and the first codec's speed-up over each other.
 
     ``spread`` holds, per other codec, the lowest and highest speed-up of the
-    processes combined into this row (empty for a row of one process).
+    processes combined into this row, and ``process_speedups`` each process's
+    speed-up in the order they ran (both empty for a row of one process).
     """
 
     family: str
@@ -77,6 +86,7 @@ class Row:
     seconds: Dict[str, float]
     speedup: Dict[str, float]
     spread: Dict[str, Tuple[float, float]] = field(default_factory=dict)
+    process_speedups: Dict[str, Tuple[float, ...]] = field(default_factory=dict)
 
 
 def _call(codec_name: str, op: str, msg: object) -> Callable[[], object]:
@@ -134,11 +144,11 @@ def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] =
             n = max(1, int(BATCH_SECONDS / max(one, 1e-7)))
             times: Dict[str, List[float]] = {name: [] for name in codecs}
             ratios: Dict[str, List[float]] = {name: [] for name in codecs[1:]}
-            for _ in range(rounds):
+            for order in round_orders(list(codecs), rounds):
                 if filler is None:
-                    this_round = {name: _batch(call, n) for name, call in calls.items()}
+                    this_round = {name: _batch(calls[name], n) for name in order}
                 else:
-                    this_round = {name: _cold_batch(call, COLD_CALLS, filler) for name, call in calls.items()}
+                    this_round = {name: _cold_batch(calls[name], COLD_CALLS, filler) for name in order}
                 for name, seconds in this_round.items():
                     times[name].append(seconds)
                 for name in codecs[1:]:
@@ -177,7 +187,7 @@ def combine(runs: Sequence[Sequence[Row]]) -> List[Row]:
     """One row per family and operation from several processes' rows of the same measurement.
 
     Times and speed-ups are the medians over the processes; ``spread`` keeps
-    the lowest and highest speed-up. The rows of every run must name the same
+    the lowest and highest speed-up, ``process_speedups`` every one. The rows of every run must name the same
     families and operations in the same order.
     """
     if not runs:
@@ -193,12 +203,10 @@ def combine(runs: Sequence[Sequence[Row]]) -> List[Row]:
                 first.op,
                 {name: statistics.median(row.seconds[name] for row in group) for name in first.seconds},
                 {name: statistics.median(row.speedup[name] for row in group) for name in first.speedup},
-                {
-                    name: (min(row.speedup[name] for row in group), max(row.speedup[name] for row in group))
-                    for name in first.speedup
-                }
+                {name: (min(row.speedup[name] for row in group), max(row.speedup[name] for row in group)) for name in first.speedup}
                 if len(group) > 1
                 else {},
+                {name: tuple(row.speedup[name] for row in group) for name in first.speedup} if len(group) > 1 else {},
             )
         )
     return combined
@@ -210,36 +218,61 @@ def default_codecs() -> List[str]:
 
 
 def targets(rows: Sequence[Row], first: str, other: Optional[str] = None) -> List[str]:
-    """The issue's two targets for ``first`` against ``other`` on the round trip: met or MISSED, with the figures.
+    """The issue's two targets for ``first`` against ``other`` on the round trip, with the figures.
 
-    ``other`` defaults to the engine's bench target; nothing when there is none or ``rows`` do not measure it.
+    The corpus median: met or MISSED. Every family: met, or each family behind
+    read over its processes (:func:`conformance.paired.judge`), and the line
+    MISSED when one of them is, NOT SHOWN when the processes cannot tell for
+    any of them. ``other`` defaults to the engine's bench target; nothing when
+    there is none or ``rows`` do not measure it.
     """
     other = other or bench_target()
     if other is None:
         return []
-    ups = {row.family: row.speedup[other] for row in rows if row.op == "round trip" and other in row.speedup}
-    if not ups:
+    by_family = {row.family: row for row in rows if row.op == "round trip" and other in row.speedup}
+    if not by_family:
         return []
+    ups = {family: row.speedup[other] for family, row in by_family.items()}
     med = statistics.median(ups.values())
     median_line = (
         f"{'met' if med >= MEDIAN_TARGET else '**MISSED**'}: {first} round trip at least {MEDIAN_TARGET:g}x {other} "
         f"at the corpus median: {med:.2f}x over {len(ups)} families (range {min(ups.values()):.2f}x to {max(ups.values()):.2f}x)."
     )
     behind = sorted(f for f, x in ups.items() if x < EACH_FAMILY_TARGET)
-    each_line = f"{'met' if not behind else '**MISSED**'}: {first} round trip at least {EACH_FAMILY_TARGET:g}x {other} in every family"
-    if behind:
-        each_line += "; behind on " + ", ".join(f"{f} {ups[f]:.2f}x" for f in behind) + "."
-    else:
+    goal = f"{first} round trip at least {EACH_FAMILY_TARGET:g}x {other} in every family"
+    if not behind:
         slowest = min(ups, key=ups.__getitem__)
-        each_line += f": slowest {slowest} {ups[slowest]:.2f}x."
-    return [median_line, each_line]
+        return [median_line, f"met: {goal}: slowest {slowest} {ups[slowest]:.2f}x."]
+    verdicts, parts = [], []
+    for family in behind:
+        verdict, text = _family_behind(by_family[family].process_speedups.get(other, ()))
+        verdicts.append(verdict)
+        parts.append(f"{family} {ups[family]:.2f}x{text}")
+    overall = "**MISSED**" if MISSED in verdicts else NOT_SHOWN
+    return [median_line, f"{overall}: {goal}; behind on " + ", ".join(parts) + "."]
+
+
+def _family_behind(per_process: Sequence[float]) -> Tuple[str, str]:
+    """A family's median below the every-family target: its verdict over ``per_process`` and what to print after its ratio."""
+    if not per_process:
+        return MISSED, ""  # one process: the table's note asks for several
+    verdict, interval = judge(per_process, EACH_FAMILY_TARGET)
+    if interval is None:
+        return verdict, f" ({len(per_process)} processes: too few for a 95% interval)"
+    low, high = interval
+    if verdict == NOT_SHOWN:
+        return verdict, f" (NOT SHOWN: its 95% interval over {len(per_process)} processes, {low:.2f}-{high:.2f}, holds {EACH_FAMILY_TARGET:g}x)"
+    return verdict, f" (its 95% interval over {len(per_process)} processes, {low:.2f}-{high:.2f}, is below {EACH_FAMILY_TARGET:g}x)"
 
 
 def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int, processes: int = 1, evict: int = 0) -> str:
     first, others = codecs[0], list(codecs[1:])
-    each = "each round times every codec once, in turn"
+    each = "each round times every codec once, in turn, in a balanced order"
     if evict:
-        each = f"each round times every codec in turn, {COLD_CALLS} calls each, every call alone after {corpus.size_label(evict)} are copied: cold caches"
+        each = (
+            f"each round times every codec in turn, in a balanced order, {COLD_CALLS} calls each, "
+            f"every call alone after {corpus.size_label(evict)} are copied: cold caches"
+        )
     if processes == 1:
         what = f"interleaved ({rounds} rounds in one process; {each})"
         how = f"Times are medians over the rounds; (x) is {first}'s speed-up over that codec, the median of the per-round ratios (above 1: {first} is faster)."
@@ -266,7 +299,7 @@ def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int
         for line in targets(rows, first, other) if other == target else []:
             lines.append(f"- {line}")
         if other == target and processes == 1:
-            lines.append("- One process: a family's ratio moves between processes (see the module docstring); `--processes 5` for a verdict.")
+            lines.append("- One process: a family's ratio moves between processes (see the module docstring); `--processes 6` for a verdict.")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -13,7 +13,7 @@ outputs from precomputed tables, :mod:`conformance.live.precomputed`), so the
 time left is IPC; with ``--workload decode-heavy --concurrency 256
 --repeats 3`` it is the seed's throughput experiment in miniature. Each repeat
 runs every codec once, in the balanced orders of
-:func:`~conformance.live.paired.round_orders` (pickle, reference; reference,
+:func:`~conformance.paired.round_orders` (pickle, reference; reference,
 pickle; ...), so drift of the machine and a codec's place in the repeat fall
 on all alike; the summary gives each codec's median over its repeats and its
 ratio to the first codec (the median of the per-repeat ratios, with its 95%
@@ -29,8 +29,8 @@ import statistics
 import sys
 from typing import Any, Dict, List, Optional
 
+from ..paired import median_interval, round_orders
 from .compare import compare_results
-from .paired import median_interval, round_orders
 from .pipeline import PipelineError, PipelineResult, default_device, run_pipeline
 from .workload import WORKLOADS
 

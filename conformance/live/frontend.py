@@ -36,10 +36,10 @@ A front end offers
 :func:`check_identical` runs the workload once per mode and lists every
 answer that differs from the baseline's; :func:`bench` runs the benchmark
 with every mode's server up, every mode once per round in the order of a
-Williams design (:func:`~conformance.live.paired.round_orders`: each mode
+Williams design (:func:`~conformance.paired.round_orders`: each mode
 in each position, and after each other mode, equally often), and gives
 per-round ratios to the baseline, their median and its distribution-free 95%
-interval (:func:`~conformance.live.paired.median_interval`).
+interval (:func:`~conformance.paired.median_interval`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-from .paired import median_interval, round_orders
+from ..paired import median_interval, round_orders
 
 __all__ = ["FrontendRunError", "FrontendMismatch", "IdenticalReport", "check_identical", "BenchRun", "bench", "bench_summary", "paired_ratios", "FIGURES", "TOOL_FIGURES", "first_difference"]
 

@@ -447,13 +447,20 @@ def test_verdict_times_runs_the_suite_and_tabulates_its_closing_line():
 # --- interleaved ------------------------------------------------------------
 
 
-def test_interleaved_times_every_codec_in_each_round_and_takes_the_ratio_inside_the_round(monkeypatch):
+def test_interleaved_times_every_codec_in_each_round_in_a_balanced_order_and_takes_the_ratio_inside_the_round(monkeypatch):
     from conformance.benchmarks import interleaved
 
-    # pickle is 3 times slower than the reference in every round; the machine slows down 10x in the middle
-    # of round 2 and stays slow: the ratio of the medians would say 30, each round's own ratio says 3
+    # pickle is 3 times slower than the reference whenever both run at the same speed; the machine slows
+    # down 10x in the middle of round 2 and stays slow. Round 2 runs pickle first (the balanced order), so
+    # its own ratio is 0.3; the ratio of the medians would say 0.3, the median of the rounds' ratios says 3
     speeds = iter([1.0, 1.0] + [1.0, 1.0, 1.0, 10.0, 10.0, 10.0])
-    monkeypatch.setattr(interleaved, "_batch", lambda call, n: (3.0 if call.__name__ == "slow" else 1.0) * next(speeds))
+    order = []
+
+    def batch(call, n):
+        order.append(call.__name__)
+        return (3.0 if call.__name__ == "slow" else 1.0) * next(speeds)
+
+    monkeypatch.setattr(interleaved, "_batch", batch)
     original = interleaved._call
 
     def call(name, op, msg):
@@ -462,13 +469,17 @@ def test_interleaved_times_every_codec_in_each_round_and_takes_the_ratio_inside_
         def slow():
             return fn()
 
-        return slow if name == "pickle" else fn
+        def fast():
+            return fn()
+
+        return slow if name == "pickle" else fast
 
     monkeypatch.setattr(interleaved, "_call", call)
     (row,) = interleaved.measure(["reference-v1", "pickle"], ["control-FlushCacheReqInput"], rounds=3)
+    assert order[2:] == ["fast", "slow", "slow", "fast", "fast", "slow"]  # each codec first in turn, not the first codec always
     assert row.family == "control-FlushCacheReqInput" and row.op == "round trip"
     assert row.speedup == {"pickle": 3.0}
-    assert row.seconds == {"reference-v1": 1.0, "pickle": 30.0}
+    assert row.seconds == {"reference-v1": 10.0, "pickle": 3.0}
 
 
 def test_interleaved_measures_real_calls_and_renders_a_table():
@@ -515,12 +526,12 @@ def test_interleaved_processes_combine_into_medians_and_keep_the_lowest_and_high
     (row,) = combine([run(3.0, 0.87), run(1.0, 1.10), run(2.0, 1.19)])
     assert row.speedup == {"sglang": 1.10}
     assert row.seconds == {"reference-v1": 2.0, "sglang": pytest.approx(2.38)}  # each codec its own median: 2.61, 1.1, 2.38
-    assert row.spread == {"sglang": (0.87, 1.19)}
+    assert row.spread == {"sglang": (0.87, 1.19)} and row.process_speedups == {"sglang": (0.87, 1.10, 1.19)}
     text = render([row], ["reference-v1", "sglang"], "cmd", 15, processes=3)
     assert "15 rounds in each of 3 fresh processes" in text and "(1.10x, 0.87-1.19)" in text
     assert "One process" not in text
     (single,) = combine([run(1.0, 1.10)])
-    assert single.spread == {}
+    assert single.spread == {} and single.process_speedups == {}
     assert "One process: " in render([single], ["reference-v1", "sglang"], "cmd", 15)
 
 
@@ -566,6 +577,30 @@ def test_interleaved_targets_against_sglang_met_and_missed():
     assert missed[0].startswith("**MISSED**") and "1.10x over 3 families" in missed[0]
     assert missed[1].endswith("behind on f0 0.90x.")
     assert targets(rows(1.0), "reference-v1", other="pickle") == []
+
+
+def test_interleaved_every_family_target_reads_a_family_behind_over_its_processes():
+    from conformance.benchmarks.interleaved import Row, combine, targets
+
+    def family(name: str, *per_process: float) -> Row:
+        runs = [[Row(name, "round trip", {}, {"sglang": x})] for x in per_process]
+        (row,) = combine(runs)
+        return row
+
+    ahead = family("ahead", 1.1, 1.2, 1.15, 1.3, 1.1, 1.2)
+    # six processes: the interval is the lowest and highest; 1x inside it: the processes cannot tell
+    unsure = family("unsure", 0.97, 0.99, 0.98, 1.02, 0.99, 1.01)
+    line = targets([ahead, unsure], "reference-v1")[1]
+    assert line.startswith("NOT SHOWN: reference-v1 round trip at least 1x sglang in every family; behind on unsure 0.99x")
+    assert "its 95% interval over 6 processes, 0.97-1.02, holds 1x" in line
+    # every process behind: the interval lies below 1x
+    slow = family("slow", 0.33, 0.32, 0.36, 0.34, 0.33, 0.35)
+    line = targets([ahead, unsure, slow], "reference-v1")[1]
+    assert line.startswith("**MISSED**") and "slow 0.34x (its 95% interval over 6 processes, 0.32-0.36, is below 1x)" in line
+    # three processes give no 95% interval: behind is MISSED, and the line says why
+    few = family("few", 0.97, 0.99, 1.02)
+    assert "few 0.99x (3 processes: too few for a 95% interval)" in targets([ahead, few], "reference-v1")[1]
+    assert targets([ahead, few], "reference-v1")[1].startswith("**MISSED**")
 
 
 def test_interleaved_command_refuses_unknown_families_operations_and_codecs_by_name():

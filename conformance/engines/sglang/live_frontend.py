@@ -326,10 +326,10 @@ class SGLangFrontend:
         """The seed's figures (msgpack equal to pickle at concurrency 1, +13.8% req/s at 1024) and issue 25's targets, against ``runs``.
 
         A target is met when the median of the per-round ratios reaches it, MISSED when its 95%
-        interval lies below it, NOT SHOWN when the interval holds it (:func:`~conformance.live.paired.at_least`).
+        interval lies below it, NOT SHOWN when the interval holds it (:func:`~conformance.paired.at_least`).
         """
         from conformance.live.frontend import paired_ratios
-        from conformance.live.paired import at_least, median_interval
+        from conformance.paired import at_least, median_interval
 
         def ratio(mode: str, base: str, c: int, figure: str = "request_throughput") -> Optional[float]:
             found = paired_ratios(runs, mode, base, c, figure)

@@ -1,7 +1,10 @@
 """A paired benchmark's design and its reading: which order the modes run in each round, and how sure a median ratio is.
 
 A round runs every mode once and gives one ratio per mode to the baseline;
-the verdict is the median of those ratios over the rounds. Two things decide
+the verdict is the median of those ratios over the rounds. The live
+benchmarks (:mod:`conformance.live`) run rounds of servers or pipelines;
+the in-process tool (:mod:`conformance.benchmarks.interleaved`) runs rounds
+of codec calls and reads its verdicts over fresh processes. Two things decide
 whether that median can be trusted on a shared, noisy machine:
 
 - **The order within a round.** A mode that always runs first, or always
@@ -23,7 +26,7 @@ import statistics
 from math import comb
 from typing import List, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ["round_orders", "median_interval", "williams_cycle", "at_least"]
+__all__ = ["round_orders", "median_interval", "williams_cycle", "judge", "at_least", "MET", "MISSED", "NOT_SHOWN"]
 
 T = TypeVar("T")
 
@@ -78,23 +81,38 @@ def median_interval(values: Sequence[float], level: float = 0.95) -> Optional[Tu
     return ordered[best], ordered[n - 1 - best]
 
 
-def at_least(ratios: Sequence[float], target: float, level: float = 0.95) -> str:
-    """Whether the median of ``ratios`` is at least ``target``: ``met``, ``MISSED`` or ``NOT SHOWN``, with the reason.
+#: The three verdicts of :func:`judge`.
+MET, MISSED, NOT_SHOWN = "met", "MISSED", "NOT SHOWN"
 
-    ``met``: the median is ``target`` or more. ``MISSED``: it is below, and so
-    is the whole :func:`median_interval` (or there are too few rounds for an
-    interval). ``NOT SHOWN``: the median is below but the interval holds
-    ``target``: these rounds cannot tell the two apart, and more rounds (or a
-    quieter machine) would be needed to say either way.
+
+def judge(ratios: Sequence[float], target: float, level: float = 0.95) -> Tuple[str, Optional[Tuple[float, float]]]:
+    """Whether the median of ``ratios`` is at least ``target``: ``(verdict, interval)``, the verdict :data:`MET`, :data:`MISSED` or :data:`NOT_SHOWN`.
+
+    :data:`MET`: the median is ``target`` or more. :data:`MISSED`: it is
+    below, and so is the whole :func:`median_interval` (or there are too few
+    ratios for an interval: ``interval`` is then None). :data:`NOT_SHOWN`:
+    the median is below but the interval holds ``target``: these rounds cannot
+    tell the two apart, and more rounds (or a quieter machine) would be needed
+    to say either way. ``interval`` is the median's, whatever the verdict.
     """
     if not ratios:
         raise ValueError("no ratios to judge")
-    if statistics.median(ratios) >= target:
-        return "met"
     interval = median_interval(ratios, level)
+    if statistics.median(ratios) >= target:
+        return MET, interval
+    if interval is None or interval[1] < target:
+        return MISSED, interval
+    return NOT_SHOWN, interval
+
+
+def at_least(ratios: Sequence[float], target: float, level: float = 0.95) -> str:
+    """:func:`judge`'s verdict in words: ``met``, or ``MISSED``/``NOT SHOWN`` with the reason."""
+    verdict, interval = judge(ratios, target, level)
+    if verdict == MET:
+        return MET
     if interval is None:
-        return f"MISSED ({len(ratios)} rounds: too few for a {level:.0%} interval)"
+        return f"{MISSED} ({len(ratios)} rounds: too few for a {level:.0%} interval)"
     low, high = interval
-    if high < target:
-        return f"MISSED (its {level:.0%} interval x{low:.3f}-x{high:.3f} is below x{target:.3f})"
-    return f"NOT SHOWN (below x{target:.3f}, but its {level:.0%} interval x{low:.3f}-x{high:.3f} holds it: the rounds cannot tell)"
+    if verdict == MISSED:
+        return f"{MISSED} (its {level:.0%} interval x{low:.3f}-x{high:.3f} is below x{target:.3f})"
+    return f"{NOT_SHOWN} (below x{target:.3f}, but its {level:.0%} interval x{low:.3f}-x{high:.3f} holds it: the rounds cannot tell)"
