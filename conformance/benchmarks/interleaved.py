@@ -253,11 +253,15 @@ def targets(rows: Sequence[Row], first: str, other: Optional[str] = None) -> Lis
 
 
 def _times(ratio: float, target: float) -> str:
-    """``ratio`` as ``1.23x``, with a third decimal where two would round it onto ``target`` from below (1.197x, not a MISSED 1.20x)."""
-    text = f"{ratio:.2f}"
-    if ratio < target <= float(text):
-        text = f"{ratio:.3f}"
-    return text + "x"
+    """``ratio`` as ``1.23x``, with a third decimal where two would put it on the other side of ``target`` (1.197x, not a MISSED 1.20x)."""
+    return _decimals(ratio, target) + "x"
+
+
+def _decimals(value: float, target: float) -> str:
+    text = f"{value:.2f}"
+    if (value < target) != (float(text) < target):
+        text = f"{value:.3f}"
+    return text
 
 
 def _family_behind(per_process: Sequence[float]) -> Tuple[str, str]:
@@ -267,10 +271,10 @@ def _family_behind(per_process: Sequence[float]) -> Tuple[str, str]:
     verdict, interval = judge(per_process, EACH_FAMILY_TARGET)
     if interval is None:
         return verdict, f" ({len(per_process)} processes: too few for a 95% interval)"
-    low, high = interval
+    span = f"{_decimals(interval[0], EACH_FAMILY_TARGET)}-{_decimals(interval[1], EACH_FAMILY_TARGET)}"
     if verdict == NOT_SHOWN:
-        return verdict, f" (NOT SHOWN: its 95% interval over {len(per_process)} processes, {low:.2f}-{high:.2f}, holds {EACH_FAMILY_TARGET:g}x)"
-    return verdict, f" (its 95% interval over {len(per_process)} processes, {low:.2f}-{high:.2f}, is below {EACH_FAMILY_TARGET:g}x)"
+        return verdict, f" (NOT SHOWN: its 95% interval over {len(per_process)} processes, {span}, holds {EACH_FAMILY_TARGET:g}x)"
+    return verdict, f" (its 95% interval over {len(per_process)} processes, {span}, is below {EACH_FAMILY_TARGET:g}x)"
 
 
 def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int, processes: int = 1, evict: int = 0) -> str:

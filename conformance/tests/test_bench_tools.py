@@ -605,6 +605,9 @@ def test_interleaved_every_family_target_reads_a_family_behind_over_its_processe
     few = family("few", 0.97, 0.99, 1.02)
     assert "few 0.99x (3 processes: too few for a 95% interval)" in targets([ahead, few], "reference-v1")[1]
     assert targets([ahead, few], "reference-v1")[1].startswith("**MISSED**")
+    # an interval's end just below 1x keeps a third decimal: "0.95-1.00, is below 1x" would read as a contradiction
+    edge = family("edge", 0.95, 0.97, 0.96, 0.998, 0.97, 0.96)
+    assert "edge 0.96x (its 95% interval over 6 processes, 0.95-0.998, is below 1x)" in targets([ahead, edge], "reference-v1")[1]
 
 
 def test_interleaved_command_refuses_unknown_families_operations_and_codecs_by_name():
