@@ -253,14 +253,16 @@ def targets(rows: Sequence[Row], first: str, other: Optional[str] = None) -> Lis
 
 
 def _times(ratio: float, target: float) -> str:
-    """``ratio`` as ``1.23x``, with a third decimal where two would put it on the other side of ``target`` (1.197x, not a MISSED 1.20x)."""
+    """``ratio`` as ``1.23x``, with more decimals where two would put it on the other side of ``target`` (1.197x, not a MISSED 1.20x)."""
     return _decimals(ratio, target) + "x"
 
 
 def _decimals(value: float, target: float) -> str:
-    text = f"{value:.2f}"
-    if (value < target) != (float(text) < target):
-        text = f"{value:.3f}"
+    """``value`` with two decimals, or as many more (up to six) as keep it on its side of ``target``."""
+    for places in range(2, 7):
+        text = f"{value:.{places}f}"
+        if (value < target) == (float(text) < target):
+            break
     return text
 
 

@@ -577,10 +577,11 @@ def test_interleaved_targets_against_sglang_met_and_missed():
     assert missed[0].startswith("**MISSED**") and "1.10x over 3 families" in missed[0]
     assert missed[1].endswith("behind on f0 0.90x.")
     assert targets(rows(1.0), "reference-v1", other="pickle") == []
-    # a figure just below a target keeps a third decimal rather than round onto it
+    # a figure just below a target keeps the decimals it takes not to round onto it
     near = targets(rows(1.197, 0.998, 1.3), "reference-v1")
     assert "**MISSED**: reference-v1 round trip at least 1.2x sglang at the corpus median: 1.197x" in near[0]
     assert near[1].endswith("behind on f1 0.998x.")
+    assert "at the corpus median: 1.1998x" in targets(rows(1.1998, 1.3, 1.0), "reference-v1")[0]  # three decimals would print 1.200
 
 
 def test_interleaved_every_family_target_reads_a_family_behind_over_its_processes():
