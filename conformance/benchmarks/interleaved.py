@@ -76,17 +76,20 @@ COLD_CALLS = 8
 class Row:
     """One family and operation: each codec's median seconds per call, and the first codec's speed-up over each other.
 
-    ``spread`` holds, per other codec, the lowest and highest speed-up of the
-    processes combined into this row, and ``process_speedups`` each process's
-    speed-up in the order they ran (both empty for a row of one process).
+    ``process_speedups`` holds, per other codec, the speed-up of each process
+    combined into this row, in the order they ran, and ``spread`` their lowest
+    and highest (both empty for a row of one process).
     """
 
     family: str
     op: str
     seconds: Dict[str, float]
     speedup: Dict[str, float]
-    spread: Dict[str, Tuple[float, float]] = field(default_factory=dict)
     process_speedups: Dict[str, Tuple[float, ...]] = field(default_factory=dict)
+
+    @property
+    def spread(self) -> Dict[str, Tuple[float, float]]:
+        return {name: (min(ups), max(ups)) for name, ups in self.process_speedups.items()}
 
 
 def _call(codec_name: str, op: str, msg: object) -> Callable[[], object]:
@@ -186,8 +189,8 @@ def measure_in_processes(
 def combine(runs: Sequence[Sequence[Row]]) -> List[Row]:
     """One row per family and operation from several processes' rows of the same measurement.
 
-    Times and speed-ups are the medians over the processes; ``spread`` keeps
-    the lowest and highest speed-up, ``process_speedups`` every one. The rows of every run must name the same
+    Times and speed-ups are the medians over the processes; ``process_speedups``
+    keeps every process's speed-up. The rows of every run must name the same
     families and operations in the same order.
     """
     if not runs:
@@ -203,9 +206,6 @@ def combine(runs: Sequence[Sequence[Row]]) -> List[Row]:
                 first.op,
                 {name: statistics.median(row.seconds[name] for row in group) for name in first.seconds},
                 {name: statistics.median(row.speedup[name] for row in group) for name in first.speedup},
-                {name: (min(row.speedup[name] for row in group), max(row.speedup[name] for row in group)) for name in first.speedup}
-                if len(group) > 1
-                else {},
                 {name: tuple(row.speedup[name] for row in group) for name in first.speedup} if len(group) > 1 else {},
             )
         )
