@@ -26,7 +26,18 @@ import statistics
 from math import comb
 from typing import List, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ["round_orders", "median_interval", "williams_cycle", "judge", "at_least", "MET", "MISSED", "NOT_SHOWN"]
+__all__ = [
+    "round_orders",
+    "median_interval",
+    "williams_cycle",
+    "judge",
+    "at_least",
+    "joint_level",
+    "values_needed",
+    "MET",
+    "MISSED",
+    "NOT_SHOWN",
+]
 
 T = TypeVar("T")
 
@@ -79,6 +90,31 @@ def median_interval(values: Sequence[float], level: float = 0.95) -> Optional[Tu
     if best is None:
         return None
     return ordered[best], ordered[n - 1 - best]
+
+
+def joint_level(level: float, claims: int) -> float:
+    """The level each of ``claims`` intervals needs so that all of them hold together at ``level`` or more (Bonferroni).
+
+    A verdict that reads several intervals at once ("behind in some family")
+    is wrong when any one of them misses: at 95% each, one of 25 families
+    falls outside its interval in about a third of runs where nothing differs.
+    ``1 - (1 - level) / claims``: 95% over 25 families is 99.8% each.
+    """
+    if claims < 1:
+        raise ValueError(f"claims must be at least 1, got {claims}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    return 1 - (1 - level) / claims
+
+
+def values_needed(level: float) -> int:
+    """The fewest values for which :func:`median_interval` gives an interval at ``level`` (6 at 95%, 10 at 99.8%)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    n = 1
+    while 1 - 2 / 2**n < level:  # the widest interval, lowest to highest value, misses the median with chance 2 / 2**n
+        n += 1
+    return n
 
 
 #: The three verdicts of :func:`judge`.

@@ -32,7 +32,9 @@ the change under test edits the benchmarks themselves.
 
 ``interleaved`` compares ``reference-v1`` by default with the default
 engine's ``bench_target`` (``sglang``: SGLang 0.5.23's codec); ``--codecs``
-takes any of the benchmarks' codecs (:func:`.codecs.codec_names`).
+takes any of the benchmarks' codecs (:func:`.codecs.codec_names`), and
+``NAME@TAG`` for codec ``NAME`` under another name (``sglang@a,sglang``: an
+A/A run, one codec against itself).
 """
 
 from __future__ import annotations
@@ -251,7 +253,7 @@ def _parser() -> argparse.ArgumentParser:
     from .interleaved import default_codecs as interleaved_default
 
     default_codecs = ",".join(interleaved_default())
-    p.add_argument("--codecs", default=default_codecs, help=f"comma-separated benchmark codecs; the first is compared with the others (default {default_codecs})")
+    p.add_argument("--codecs", default=default_codecs, help=f"comma-separated benchmark codecs; the first is compared with the others; NAME@TAG is codec NAME under another name, for an A/A run (default {default_codecs})")
     p.add_argument("--families", help="comma-separated corpus families (default: all of this run's)")
     p.add_argument("--ops", default="round trip", help="comma-separated: 'round trip', encode, decode (default 'round trip')")
     p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation (default 15)")

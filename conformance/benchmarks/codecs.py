@@ -15,6 +15,10 @@ is not installed) is skipped with that error's message.
 ``candidate`` is your implementation, measured in the same run beside the
 others: set ``IPC_BENCH_CODEC`` to anything ``python -m conformance --codec``
 accepts (a built-in name or ``MODULE:ATTR``). Without it, its benchmarks skip.
+
+``NAME@TAG`` is codec ``NAME`` measured under another name: ``sglang@a,sglang``
+times one codec against itself (an A/A run), which shows what a tool's
+verdicts say when there is nothing to find.
 """
 
 from __future__ import annotations
@@ -31,9 +35,11 @@ __all__ = [
     "CODEC_NAMES",
     "FIXED_CODECS",
     "BASELINE",
+    "ALIAS_SEPARATOR",
     "CANDIDATE",
     "CANDIDATE_ENV",
     "bench_engine",
+    "base_name",
     "bench_target",
     "codec_names",
     "get_codec",
@@ -49,6 +55,8 @@ BASELINE = "pickle"
 CANDIDATE = "candidate"
 #: The implementation measured as ``candidate`` (a ``--codec`` spec).
 CANDIDATE_ENV = "IPC_BENCH_CODEC"
+#: ``NAME@TAG``: codec ``NAME`` under another name.
+ALIAS_SEPARATOR = "@"
 
 
 class BenchCodec(NamedTuple):
@@ -94,12 +102,21 @@ def label(name: str, engine: Optional[Engine] = None) -> str:
 CODEC_NAMES: List[str] = codec_names()
 
 
+def base_name(name: str) -> str:
+    """The codec that ``name`` measures: ``NAME`` for ``NAME@TAG``, else ``name``; ``ValueError`` for an empty ``NAME`` or ``TAG``."""
+    base, sep, tag = name.partition(ALIAS_SEPARATOR)
+    if sep and not (base and tag):
+        raise ValueError(f"codec alias {name!r}: write NAME{ALIAS_SEPARATOR}TAG, both non-empty")
+    return base
+
+
 def unavailable(name: str) -> Optional[str]:
-    """Why codec ``name`` cannot be measured here (a skip reason), or None.
+    """Why codec ``name`` (or ``NAME@TAG``) cannot be measured here (a skip reason), or None.
 
     An engine codec is available when its factory returns; its ``ImportError``
     is the reason. Any other error of the factory propagates.
     """
+    name = base_name(name)
     if name == CANDIDATE and not os.environ.get(CANDIDATE_ENV):
         return f"no candidate implementation: set {CANDIDATE_ENV}=MODULE:ATTR to measure yours beside these"
     if name in bench_engine().bench_codecs:
@@ -114,9 +131,13 @@ def unavailable(name: str) -> Optional[str]:
 def get_codec(name: str) -> BenchCodec:
     """The codec called ``name``; ``ValueError`` for an unknown name.
 
-    An engine codec's factory's errors propagate (``ImportError`` when its
-    package is not installed: see :func:`unavailable`).
+    ``NAME@TAG`` is the same codec object as ``NAME`` (its calls, caches and
+    state), named ``NAME@TAG``. An engine codec's factory's errors propagate
+    (``ImportError`` when its package is not installed: see :func:`unavailable`).
     """
+    base = base_name(name)
+    if base != name:
+        return get_codec(base)._replace(name=name)
     if name == "reference-v1":
         codec: Any = ReferenceCodec()
     elif name == "reference-v2":

@@ -28,9 +28,16 @@ interpreters, one after the other (never side by side: the machine has two
 cores), and reports the median over processes of each family's ratio, with
 the lowest and highest. A verdict on a target wants several processes: the
 every-family target reads each family behind it over its processes' ratios
-(:func:`conformance.paired.judge`): MISSED when their median's 95% interval
-lies below the target, NOT SHOWN when it holds the target (the processes
-cannot tell), and MISSED without an interval below 6 processes.
+(:func:`conformance.paired.judge`): MISSED when their median's interval lies
+below the target, NOT SHOWN when it holds the target (the processes cannot
+tell) or when there are too few processes for an interval. The intervals
+are read together, at 95% for all the families at once
+(:func:`conformance.paired.joint_level`: 99.8% each over 25 families, which
+takes 10 processes). Read at 95% each over 6 processes, a family where
+nothing differs has all its processes below 1x with chance 1/64, so one of
+25 families does in about a third of runs: a false MISSED. ``--codecs
+sglang@a,sglang`` times a codec against itself (an A/A run), to see what the
+verdicts say when there is nothing to find.
 
 A tight loop keeps the codec's code and data in the CPU's caches, which a
 serving process does not: between two messages it tokenizes, schedules and
@@ -53,19 +60,32 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..paired import MISSED, NOT_SHOWN, judge, round_orders
+from ..paired import MISSED, NOT_SHOWN, joint_level, judge, round_orders, values_needed
 from . import corpus
 from .codecs import BASELINE, bench_target, get_codec, unavailable
 from .provenance import header
 from .table import V1_VS_ENGINE_FLOOR, V1_VS_ENGINE_MEDIAN, fmt_time
 
-__all__ = ["OPS", "Row", "default_codecs", "measure", "measure_in_processes", "combine", "render", "targets", "main_interleaved"]
+__all__ = [
+    "OPS",
+    "Row",
+    "default_codecs",
+    "measure",
+    "measure_in_processes",
+    "combine",
+    "render",
+    "targets",
+    "processes_for_a_verdict",
+    "main_interleaved",
+]
 
 #: What one call does, per operation name.
 OPS = ("round trip", "encode", "decode")
 #: The targets against the engine's bench target (round trip): the table's, in one place.
 MEDIAN_TARGET = V1_VS_ENGINE_MEDIAN
 EACH_FAMILY_TARGET = V1_VS_ENGINE_FLOOR
+#: The confidence of the every-family verdict: all families' intervals together.
+LEVEL = 0.95
 #: Seconds one codec's batch of calls takes in a round.
 BATCH_SECONDS = 0.004
 #: With ``evict``: calls per codec and round, each timed alone after the caches are refilled.
@@ -132,6 +152,9 @@ def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] =
     filler = bytearray(evict) if evict else None
     if len(codecs) < 2:
         raise ValueError("interleaved timing needs at least two codecs: the first is compared with the others")
+    twice = sorted({name for name in codecs if list(codecs).count(name) > 1})
+    if twice:
+        raise ValueError(f"codecs {twice} named twice: to time a codec against itself, name it NAME@TAG the second time (e.g. sglang@a,sglang)")
     for name in codecs:
         why = unavailable(name)
         if why:
@@ -221,10 +244,13 @@ def targets(rows: Sequence[Row], first: str, other: Optional[str] = None) -> Lis
     """The issue's two targets for ``first`` against ``other`` on the round trip, with the figures.
 
     The corpus median: met or MISSED. Every family: met, or each family behind
-    read over its processes (:func:`conformance.paired.judge`), and the line
-    MISSED when one of them is, NOT SHOWN when the processes cannot tell for
-    any of them. ``other`` defaults to the engine's bench target; nothing when
-    there is none or ``rows`` do not measure it.
+    read over its processes (:func:`conformance.paired.judge`) at the level
+    that keeps all the families' intervals together at :data:`LEVEL`
+    (:func:`conformance.paired.joint_level`: 99.8% each over 25 families), and
+    the line MISSED when one of them is, NOT SHOWN when the processes cannot
+    tell for any of them (too few processes for that level included).
+    ``other`` defaults to the engine's bench target; nothing when there is
+    none or ``rows`` do not measure it.
     """
     other = other or bench_target()
     if other is None:
@@ -243,13 +269,24 @@ def targets(rows: Sequence[Row], first: str, other: Optional[str] = None) -> Lis
     if not behind:
         slowest = min(ups, key=ups.__getitem__)
         return [median_line, f"met: {goal}: slowest {slowest} {ups[slowest]:.2f}x."]
+    level = joint_level(LEVEL, len(ups))
     verdicts, parts = [], []
     for family in behind:
-        verdict, text = _family_behind(by_family[family].process_speedups.get(other, ()))
+        verdict, text = _family_behind(by_family[family].process_speedups.get(other, ()), level)
         verdicts.append(verdict)
         parts.append(f"{family} {_times(ups[family], EACH_FAMILY_TARGET)}{text}")
     overall = "**MISSED**" if MISSED in verdicts else NOT_SHOWN
-    return [median_line, f"{overall}: {goal}; behind on " + ", ".join(parts) + "."]
+    joint = f"each family's interval at {_percent(level)}, so that the {len(ups)} hold together at {_percent(LEVEL)}"
+    return [median_line, f"{overall}: {goal}; behind on " + ", ".join(parts) + f" ({joint})."]
+
+
+def processes_for_a_verdict(families: int) -> int:
+    """The fewest processes whose ratios give each of ``families`` families an interval at the every-family verdict's level (10 for 25)."""
+    return values_needed(joint_level(LEVEL, families))
+
+
+def _percent(level: float) -> str:
+    return f"{level * 100:.4g}%"
 
 
 def _times(ratio: float, target: float) -> str:
@@ -266,17 +303,22 @@ def _decimals(value: float, target: float) -> str:
     return text
 
 
-def _family_behind(per_process: Sequence[float]) -> Tuple[str, str]:
-    """A family's median below the every-family target: its verdict over ``per_process`` and what to print after its ratio."""
-    if not per_process:
-        return MISSED, ""  # one process: the table's note asks for several
-    verdict, interval = judge(per_process, EACH_FAMILY_TARGET)
-    if interval is None:
-        return verdict, f" ({len(per_process)} processes: too few for a 95% interval)"
+def _family_behind(per_process: Sequence[float], level: float) -> Tuple[str, str]:
+    """A family's median below the every-family target: its verdict over ``per_process`` at ``level`` and what to print after its ratio.
+
+    Too few processes for an interval at ``level`` (one included) cannot tell
+    a family behind from one that is not: NOT SHOWN, with the count needed.
+    """
+    needed = values_needed(level)
+    if len(per_process) < needed:
+        count = f"{len(per_process)} processes" if per_process else "one process"
+        return NOT_SHOWN, f" (NOT SHOWN: {count}, too few for a {_percent(level)} interval: --processes {needed})"
+    verdict, interval = judge(per_process, EACH_FAMILY_TARGET, level)
+    assert interval is not None  # enough processes for one
     span = f"{_decimals(interval[0], EACH_FAMILY_TARGET)}-{_decimals(interval[1], EACH_FAMILY_TARGET)}"
     if verdict == NOT_SHOWN:
-        return verdict, f" (NOT SHOWN: its 95% interval over {len(per_process)} processes, {span}, holds {EACH_FAMILY_TARGET:g}x)"
-    return verdict, f" (its 95% interval over {len(per_process)} processes, {span}, is below {EACH_FAMILY_TARGET:g}x)"
+        return verdict, f" (NOT SHOWN: its {_percent(level)} interval over {len(per_process)} processes, {span}, holds {EACH_FAMILY_TARGET:g}x)"
+    return verdict, f" (its {_percent(level)} interval over {len(per_process)} processes, {span}, is below {EACH_FAMILY_TARGET:g}x)"
 
 
 def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int, processes: int = 1, evict: int = 0) -> str:
@@ -313,7 +355,11 @@ def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int
         for line in targets(rows, first, other) if other == target else []:
             lines.append(f"- {line}")
         if other == target and processes == 1:
-            lines.append("- One process: a family's ratio moves between processes (see the module docstring); `--processes 6` for a verdict.")
+            families = len({row.family for row in rows if row.op == "round trip"})
+            lines.append(
+                "- One process: a family's ratio moves between processes (see the module docstring); "
+                f"`--processes {processes_for_a_verdict(max(families, 1))}` for a verdict over {families} {'family' if families == 1 else 'families'}."
+            )
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

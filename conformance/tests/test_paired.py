@@ -5,10 +5,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 from math import log
+from typing import Tuple, cast
 
 import pytest
 
-from conformance.paired import at_least, median_interval, round_orders, williams_cycle
+from conformance.paired import at_least, joint_level, median_interval, round_orders, values_needed, williams_cycle
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
@@ -51,6 +52,36 @@ def test_the_median_interval_covers_the_true_median_at_least_95_percent_of_the_t
             low, high = median_interval([rng.expovariate(1.0) for _ in range(n)])
             inside += low <= true_median <= high
         assert inside / trials >= 0.94, (n, inside / trials)  # exact coverage 96.9%, 96.1%, 96.1%
+
+
+def test_intervals_at_the_joint_level_all_hold_together_in_95_percent_of_runs_where_nothing_differs():
+    # A/A: 25 families, 10 processes each, every ratio drawn around 1; a false alarm is any family whose interval lies below 1
+    rng = random.Random(7)
+    trials, families, processes = 1500, 25, 10
+
+    def false_alarms(level: float) -> float:
+        alarms = 0
+        for _ in range(trials):
+            runs = ([rng.gauss(1.0, 0.02) for _ in range(processes)] for _ in range(families))
+            alarms += any(cast(Tuple[float, float], median_interval(r, level))[1] < 1 for r in runs)
+        return alarms / trials
+
+    assert false_alarms(joint_level(0.95, families)) <= 0.05  # exact: 1 - (1 - 2/1024)**25 = 4.8%
+    assert false_alarms(0.95) >= 0.15  # each at 95%: 1 - (1 - 11/1024)**25 = 24%
+
+
+@pytest.mark.parametrize("level, needed", [(0.95, 6), (0.99, 8), (joint_level(0.95, 25), 10), (joint_level(0.95, 13), 10)])
+def test_values_needed_is_the_fewest_values_whose_median_interval_reaches_the_level(level, needed):
+    assert values_needed(level) == needed
+    assert median_interval([1.0] * needed, level) is not None and median_interval([1.0] * (needed - 1), level) is None
+
+
+def test_the_joint_level_divides_what_may_miss_among_the_claims():
+    assert joint_level(0.95, 1) == 0.95 and abs(joint_level(0.95, 25) - 0.998) < 1e-12
+    with pytest.raises(ValueError, match="claims"):
+        joint_level(0.95, 0)
+    with pytest.raises(ValueError, match="level"):
+        values_needed(1.0)
 
 
 def test_the_median_interval_refuses_a_level_outside_zero_and_one():
