@@ -30,6 +30,7 @@ __all__ = [
     "round_orders",
     "median_interval",
     "williams_cycle",
+    "whole_cycles",
     "judge",
     "at_least",
     "joint_level",
@@ -57,6 +58,22 @@ def williams_cycle(n: int) -> List[List[int]]:
     if n % 2:
         rows += [row[::-1] for row in rows]
     return rows
+
+
+def whole_cycles(modes: int, rounds: int) -> int:
+    """``rounds`` rounded up to whole :func:`williams_cycle` s of ``modes`` modes: the fewest, at least ``rounds``, that are balanced.
+
+    Part of a cycle puts some mode first more often than another. Where the
+    position matters at all, the median of the rounds' ratios then comes from
+    the larger group: 15 rounds of two modes have 8 with the first mode
+    first, and their median is the 8th ratio, at the edge of those 8, not
+    between the two groups. An A/A run (one codec against itself, 15 rounds,
+    10 processes) put the first-named copy behind in 18 of 25 families.
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    cycle = len(williams_cycle(modes))
+    return -(-rounds // cycle) * cycle
 
 
 def round_orders(modes: Sequence[T], rounds: int) -> List[List[T]]:

@@ -256,7 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--codecs", default=default_codecs, help=f"comma-separated benchmark codecs; the first is compared with the others; NAME@TAG is codec NAME under another name, for an A/A run (default {default_codecs})")
     p.add_argument("--families", help="comma-separated corpus families (default: all of this run's)")
     p.add_argument("--ops", default="round trip", help="comma-separated: 'round trip', encode, decode (default 'round trip')")
-    p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation (default 15)")
+    p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation, rounded up to whole cycles of the balanced order: 16 for two codecs, 18 for three (default 15)")
     p.add_argument("--processes", type=int, default=1, help="repeat in this many fresh processes, one after the other, and take medians (default 1: this one)")
     p.add_argument("--evict", default="0", metavar="SIZE", help="time each call alone after copying SIZE bytes (e.g. 32MiB): cold caches, as in a server between messages (default 0: a hot loop)")
     p.add_argument("--out", help="also write the table here (e.g. docs/interleaved-ENGINE.md)")

@@ -7,7 +7,8 @@ code). Here every *round* times each codec once, in turn, on the same message
 (a batch of calls long enough to read a clock, about 4 ms), and the ratio is
 taken inside the round, where both codecs saw the same machine. The order of
 the codecs changes from round to round in a Williams design
-(:func:`conformance.paired.round_orders`), so that no codec always runs first
+(:func:`conformance.paired.round_orders`), over whole cycles of it (15
+rounds asked of two codecs are 16), so that no codec runs first more often
 or always right after the same other one. A family's ratio is the median of
 its rounds' ratios; the corpus figure is the median over families, as in the
 issue's targets.
@@ -60,7 +61,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..paired import MISSED, NOT_SHOWN, joint_level, judge, round_orders, values_needed
+from ..paired import MISSED, NOT_SHOWN, joint_level, judge, round_orders, values_needed, whole_cycles
 from . import corpus
 from .codecs import BASELINE, bench_target, get_codec, unavailable
 from .provenance import header
@@ -144,8 +145,11 @@ def _cold_batch(call: Callable[[], object], n: int, filler: bytearray) -> float:
 def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] = ("round trip",), rounds: int = 15, evict: int = 0) -> List[Row]:
     """Time ``codecs`` on each family and operation, interleaved round by round (see the module docstring).
 
-    ``evict`` (bytes, 0: off) times :data:`COLD_CALLS` calls per codec and
-    round, each after copying that many bytes, instead of a hot batch.
+    ``rounds`` is rounded up to whole cycles of the design
+    (:func:`conformance.paired.whole_cycles`: 16 for two codecs, 18 for
+    three), so that every codec runs first equally often. ``evict`` (bytes,
+    0: off) times :data:`COLD_CALLS` calls per codec and round, each after
+    copying that many bytes, instead of a hot batch.
     """
     if evict < 0:
         raise ValueError(f"evict must be a number of bytes >= 0, got {evict}")
@@ -170,7 +174,7 @@ def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] =
             n = max(1, int(BATCH_SECONDS / max(one, 1e-7)))
             times: Dict[str, List[float]] = {name: [] for name in codecs}
             ratios: Dict[str, List[float]] = {name: [] for name in codecs[1:]}
-            for order in round_orders(list(codecs), rounds):
+            for order in round_orders(list(codecs), whole_cycles(len(codecs), rounds)):
                 if filler is None:
                     this_round = {name: _batch(calls[name], n) for name in order}
                 else:
@@ -399,7 +403,7 @@ def main_interleaved(
         rows = measure_in_processes(codecs, chosen, ops, rounds, processes, evict)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
-    text = render(rows, codecs, command, rounds, processes, evict)
+    text = render(rows, codecs, command, whole_cycles(len(codecs), rounds), processes, evict)
     print(text, end="")
     if out:
         with open(out, "w", encoding="utf-8") as fh:

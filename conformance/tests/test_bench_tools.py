@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import re
+from collections import Counter
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -452,8 +453,8 @@ def test_interleaved_times_every_codec_in_each_round_in_a_balanced_order_and_tak
 
     # pickle is 3 times slower than the reference whenever both run at the same speed; the machine slows
     # down 10x in the middle of round 2 and stays slow. Round 2 runs pickle first (the balanced order), so
-    # its own ratio is 0.3; the ratio of the medians would say 0.3, the median of the rounds' ratios says 3
-    speeds = iter([1.0, 1.0] + [1.0, 1.0, 1.0, 10.0, 10.0, 10.0])
+    # its own ratio is 0.3; the ratio of the medians would say 1.65, the median of the rounds' ratios says 3
+    speeds = iter([1.0, 1.0] + [1.0, 1.0, 1.0, 10.0, 10.0, 10.0, 10.0, 10.0])
     order = []
 
     def batch(call, n):
@@ -475,11 +476,29 @@ def test_interleaved_times_every_codec_in_each_round_in_a_balanced_order_and_tak
         return slow if name == "pickle" else fast
 
     monkeypatch.setattr(interleaved, "_call", call)
+    # three rounds asked, four run: a whole number of cycles, so each codec runs first twice
     (row,) = interleaved.measure(["reference-v1", "pickle"], ["control-FlushCacheReqInput"], rounds=3)
-    assert order[2:] == ["fast", "slow", "slow", "fast", "fast", "slow"]  # each codec first in turn, not the first codec always
+    assert order[2:] == ["fast", "slow", "slow", "fast", "fast", "slow", "slow", "fast"]  # each codec first in turn, not the first codec always
     assert row.family == "control-FlushCacheReqInput" and row.op == "round trip"
     assert row.speedup == {"pickle": 3.0}
-    assert row.seconds == {"reference-v1": 10.0, "pickle": 3.0}
+    assert row.seconds == {"reference-v1": 10.0, "pickle": 16.5}
+
+
+def test_interleaved_rounds_are_whole_cycles_of_the_balanced_order(monkeypatch, capsys):
+    from conformance.benchmarks import interleaved
+
+    firsts = []
+    monkeypatch.setattr(interleaved, "_batch", lambda call, n: 1.0)
+    real_orders = interleaved.round_orders
+    monkeypatch.setattr(interleaved, "round_orders", lambda modes, rounds: firsts.extend(o[0] for o in real_orders(modes, rounds)) or real_orders(modes, rounds))
+    interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], rounds=15)
+    assert Counter(firsts) == {"reference-v1": 8, "pickle": 8}  # 15 asked: 8 and 7 would put the median inside the first codec's group
+    firsts.clear()
+    interleaved.measure(["reference-v1", "pickle", "pickle-oob"], ["control-AbortReq"], rounds=15)
+    assert Counter(firsts) == {"reference-v1": 6, "pickle": 6, "pickle-oob": 6}
+    monkeypatch.undo()
+    assert main(["interleaved", "--codecs", "reference-v1,pickle", "--families", "control-AbortReq", "--rounds", "3"]) == 0
+    assert "(4 rounds in one process;" in capsys.readouterr().out  # the header says what ran
 
 
 def test_interleaved_measures_real_calls_and_renders_a_table():
@@ -498,8 +517,8 @@ def test_interleaved_evict_times_each_call_alone_after_refilling_the_caches(monk
 
     seen = []
     monkeypatch.setattr(interleaved, "_cold_batch", lambda call, n, filler: seen.append((n, len(filler))) or 1.0)
-    (row,) = interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], rounds=3, evict=1 << 20)
-    assert seen == [(interleaved.COLD_CALLS, 1 << 20)] * 6  # two codecs, three rounds: never a hot batch
+    (row,) = interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], rounds=4, evict=1 << 20)
+    assert seen == [(interleaved.COLD_CALLS, 1 << 20)] * 8  # two codecs, four rounds: never a hot batch
     assert row.speedup == {"pickle": 1.0}
     with pytest.raises(ValueError, match="evict"):
         interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], evict=-1)

@@ -9,7 +9,7 @@ from typing import Tuple, cast
 
 import pytest
 
-from conformance.paired import at_least, joint_level, median_interval, round_orders, values_needed, williams_cycle
+from conformance.paired import at_least, joint_level, median_interval, round_orders, values_needed, whole_cycles, williams_cycle
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
@@ -82,6 +82,15 @@ def test_the_joint_level_divides_what_may_miss_among_the_claims():
         joint_level(0.95, 0)
     with pytest.raises(ValueError, match="level"):
         values_needed(1.0)
+
+
+@pytest.mark.parametrize("modes, rounds, whole", [(2, 15, 16), (2, 16, 16), (3, 15, 18), (3, 1, 6), (4, 9, 12)])
+def test_whole_cycles_rounds_up_to_rounds_in_which_every_mode_runs_first_equally_often(modes, rounds, whole):
+    assert whole_cycles(modes, rounds) == whole
+    firsts = Counter(order[0] for order in round_orders(list(range(modes)), whole))
+    assert len(set(firsts.values())) == 1 and len(firsts) == modes
+    with pytest.raises(ValueError, match="rounds"):
+        whole_cycles(modes, 0)
 
 
 def test_the_median_interval_refuses_a_level_outside_zero_and_one():
