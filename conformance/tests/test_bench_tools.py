@@ -484,6 +484,36 @@ def test_interleaved_times_every_codec_in_each_round_in_a_balanced_order_and_tak
     assert row.seconds == {"reference-v1": 10.0, "pickle": 16.5}
 
 
+def test_interleaved_times_each_codec_with_code_of_its_own(monkeypatch):
+    import inspect
+
+    from conformance.benchmarks import interleaved
+
+    # CPython specializes a call site for the function it calls: a loop or call shared by two codecs favours one
+    seen = []
+
+    def hot(call, n):
+        seen.append((id(inspect.currentframe().f_code), id(call.__code__)))
+        return 1.0
+
+    def cold(call, n, filler):
+        seen.append((id(inspect.currentframe().f_code), id(call.__code__)))
+        return 1.0
+
+    monkeypatch.setattr(interleaved, "_batch", hot)
+    monkeypatch.setattr(interleaved, "_cold_batch", cold)
+    for evict in (0, 1024):
+        seen.clear()
+        interleaved.measure(["pickle", "pickle@again", "reference-v1"], ["control-AbortReq"], rounds=6, evict=evict)
+        rounds = seen[3:]  # after one calibration call each, outside the rounds
+        loops_per_call = {}
+        for loop, call in rounds:
+            loops_per_call.setdefault(call, set()).add(loop)
+        assert len(rounds) == 18 and len(loops_per_call) == 3  # a call of its own per codec, the alias's included
+        assert all(len(loops) == 1 for loops in loops_per_call.values())  # each timed by one loop
+        assert len(set().union(*loops_per_call.values())) == 3  # and no loop shared between codecs
+
+
 def test_interleaved_rounds_are_whole_cycles_of_the_balanced_order(monkeypatch, capsys):
     from conformance.benchmarks import interleaved
 
