@@ -180,7 +180,7 @@ def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] =
         raise ValueError("interleaved timing needs at least two codecs: the first is compared with the others")
     twice = sorted({name for name in codecs if list(codecs).count(name) > 1})
     if twice:
-        raise ValueError(f"codecs {twice} named twice: to time a codec against itself, name it NAME@TAG the second time (e.g. sglang@a,sglang)")
+        raise ValueError(f"codecs {twice} named twice: to time a codec against itself, name it NAME@TAG the second time (e.g. pickle@a,pickle)")
     for name in codecs:
         why = unavailable(name)
         if why:
