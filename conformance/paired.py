@@ -67,8 +67,7 @@ def whole_cycles(modes: int, rounds: int) -> int:
     position matters at all, the median of the rounds' ratios then comes from
     the larger group: 15 rounds of two modes have 8 with the first mode
     first, and their median is the 8th ratio, at the edge of those 8, not
-    between the two groups. An A/A run (one codec against itself, 15 rounds,
-    10 processes) put the first-named copy behind in 18 of 25 families.
+    between the two groups.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -129,7 +128,7 @@ def values_needed(level: float) -> int:
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level}")
     n = 1
-    while 1 - 2 / 2**n < level:  # the widest interval, lowest to highest value, misses the median with chance 2 / 2**n
+    while median_interval([0.0] * n, level) is None:
         n += 1
     return n
 

@@ -56,6 +56,7 @@ from hot.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import gc
 import multiprocessing
 import shlex
@@ -70,6 +71,8 @@ from . import corpus
 from .codecs import BASELINE, bench_target, get_codec, unavailable
 from .provenance import header
 from .table import V1_VS_ENGINE_FLOOR, V1_VS_ENGINE_MEDIAN, fmt_time
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "OPS",
@@ -89,8 +92,6 @@ OPS = ("round trip", "encode", "decode")
 #: The targets against the engine's bench target (round trip): the table's, in one place.
 MEDIAN_TARGET = V1_VS_ENGINE_MEDIAN
 EACH_FAMILY_TARGET = V1_VS_ENGINE_FLOOR
-_F = TypeVar("_F", bound=Callable[..., Any])
-
 #: The confidence of the every-family verdict: all families' intervals together.
 LEVEL = 0.95
 #: Seconds one codec's batch of calls takes in a round.
@@ -190,19 +191,21 @@ def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] =
         msg = corpus.build(family)
         for op in ops:
             calls = {name: _own_code(_call(name, op, msg)) for name in codecs}
-            hot_timers = {name: _own_code(_batch) for name in codecs}
-            cold_timers = {name: _own_code(_cold_batch) for name in codecs}
             gc.collect()
             # calls per batch, from one timed call of each (the slowest sets it for all: same n, same conditions)
             one = max(_batch(call, 1) for call in calls.values())
             n = max(1, int(BATCH_SECONDS / max(one, 1e-7)))
+            # each codec's seconds per call in one round, timed by a loop of its own code
+            timed: Dict[str, Callable[[], float]] = {
+                name: functools.partial(_own_code(_batch), calls[name], n)
+                if filler is None
+                else functools.partial(_own_code(_cold_batch), calls[name], COLD_CALLS, filler)
+                for name in codecs
+            }
             times: Dict[str, List[float]] = {name: [] for name in codecs}
             ratios: Dict[str, List[float]] = {name: [] for name in codecs[1:]}
             for order in round_orders(list(codecs), whole_cycles(len(codecs), rounds)):
-                if filler is None:
-                    this_round = {name: hot_timers[name](calls[name], n) for name in order}
-                else:
-                    this_round = {name: cold_timers[name](calls[name], COLD_CALLS, filler) for name in order}
+                this_round = {name: timed[name]() for name in order}
                 for name, seconds in this_round.items():
                     times[name].append(seconds)
                 for name in codecs[1:]:
