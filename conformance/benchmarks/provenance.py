@@ -12,11 +12,25 @@ __all__ = ["commit", "cpu", "header"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def commit() -> str:
-    """This checkout's short commit, marked when tracked files have uncommitted changes."""
+#: Where the tools write their tables: a change there is a measurement, not a change to what measures.
+GENERATED_DIR = "docs"
+
+
+def commit(root: str = ROOT) -> str:
+    """The short commit of the checkout at ``root``, marked when tracked files outside ``docs/`` have uncommitted changes.
+
+    ``docs/`` is left out because the tools write there: a sequence of runs at
+    one commit (hot, then cold) would otherwise mark every table after the
+    first as measured "with uncommitted changes", though the code was the
+    commit's throughout.
+    """
     try:
-        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){GENERATED_DIR}"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return rev + (" (with uncommitted changes)" if dirty else "")
