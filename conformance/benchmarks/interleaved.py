@@ -67,9 +67,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, cast
 
 from ..paired import MISSED, NOT_SHOWN, joint_level, judge, round_orders, values_needed, whole_cycles
+from ..provenance import header
 from . import corpus
 from .codecs import BASELINE, bench_target, get_codec, unavailable
-from .provenance import header
 from .table import V1_VS_ENGINE_FLOOR, V1_VS_ENGINE_MEDIAN, fmt_time
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-from .provenance import header
+from ..provenance import header
 
 __all__ = ["VerdictTime", "measure", "render", "main_verdict"]
 

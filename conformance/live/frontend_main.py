@@ -15,11 +15,11 @@ import os
 import platform
 import shlex
 import signal
-import subprocess
 import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
+from .. import provenance
 from .frontend import FIGURES, FrontendRunError, bench, bench_summary, check_identical
 
 _SHOWN = 20
@@ -84,7 +84,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     workdir = args.workdir or tempfile.mkdtemp(prefix="live-frontend-")
     os.makedirs(workdir, exist_ok=True)
     print(f"live front end: {frontend.description}; modes {', '.join(modes)}; work in {workdir}", flush=True)
-    out: Dict[str, Any] = {"frontend": engine.name, "modes": modes, "commit": _git_commit()}  # the code that runs, taken before it runs
+    out: Dict[str, Any] = {"frontend": engine.name, "modes": modes, "commit": provenance.commit()}  # the code that runs, taken before it runs
     status = 0
     try:
         if not args.skip_check:
@@ -131,25 +131,8 @@ def _row_line(row: Dict[str, Any]) -> str:
     return f"c={row['concurrency']} {row['mode']:>10} median of {row['repeats']}: {figures}"
 
 
-def _git_commit() -> str:
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True).stdout.strip()
-        return commit + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            names = [line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")]
-        if names:
-            cpu = names[0]
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    return f"{platform.system()} {platform.release()}, {provenance.cpu()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 
 
 def _write_doc(

@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from conformance import provenance
 from conformance.engines.profile import Engine, Release
 from conformance.schema_diff.compare import OK, Change, Comparison, compare
 from conformance.schema_diff.snapshot import load
@@ -222,7 +222,7 @@ def as_json(results: Sequence[PairResult]) -> List[Dict[str, Any]]:
 
 
 def write_report(results: Sequence[PairResult], path: str, *, command: str) -> None:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=_ROOT, capture_output=True, text=True).stdout.strip() or "unknown"
+    commit = provenance.commit()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(render(results, command=command, commit=commit))

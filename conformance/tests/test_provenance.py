@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conformance.benchmarks import provenance
+from conformance import provenance
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

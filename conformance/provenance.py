@@ -1,4 +1,4 @@
-"""Where a measurement comes from: the commit and the machine, for the line above every generated table."""
+"""Where a measurement or report comes from: the commit and the machine, for the lines above every generated table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 
 __all__ = ["commit", "cpu", "header"]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 #: Where the tools write their tables: a change there is a measurement, not a change to what measures.
