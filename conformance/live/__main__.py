@@ -11,11 +11,12 @@ could not run or an option is bad.
 ``--ipc-bound`` takes the model out of the way (the scheduler reads its
 outputs from precomputed tables, :mod:`conformance.live.precomputed`), so the
 time left is IPC; with ``--workload decode-heavy --concurrency 256
---repeats 3`` it is the seed's throughput experiment in miniature. Each repeat
+--repeats 4`` it is the seed's throughput experiment in miniature. Each repeat
 runs every codec once, in the balanced orders of
 :func:`~conformance.paired.round_orders` (pickle, reference; reference,
 pickle; ...), so drift of the machine and a codec's place in the repeat fall
-on all alike; the summary gives each codec's median over its repeats and its
+on all alike (more than one repeat is rounded up to whole cycles of those
+orders, so each codec runs first equally often); the summary gives each codec's median over its repeats and its
 ratio to the first codec (the median of the per-repeat ratios, with its 95%
 interval from 6 repeats on).
 """
@@ -29,7 +30,7 @@ import statistics
 import sys
 from typing import Any, Dict, List, Optional
 
-from ..paired import median_interval, round_orders
+from ..paired import median_interval, round_orders, whole_cycles
 from .compare import compare_results
 from .pipeline import PipelineError, PipelineResult, default_device, run_pipeline
 from .workload import WORKLOADS
@@ -53,7 +54,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--device", default=None, help="scheduler device (default: cuda when available, else cpu)")
     parser.add_argument("--concurrency", type=int, default=8, help="most requests in flight (default: %(default)s)")
     parser.add_argument("--ipc-bound", action="store_true", help="precomputed model outputs instead of the model, so the time is IPC")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per codec, every codec once a repeat in balanced orders (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per codec, every codec once a repeat in balanced orders; more than 1 is rounded up to whole cycles of the order (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed for the answers of one run")
     parser.add_argument("--json", metavar="FILE", help="write the figures and mismatches as JSON")
     args = parser.parse_args(argv)
@@ -63,6 +64,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--compare needs at least one codec")
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
+    if args.repeats > 1:  # one run a codec is a check; more are a measurement, in whole cycles of the balanced order
+        args.repeats = whole_cycles(len(codecs), args.repeats)
     device = args.device or default_device()
     workload = WORKLOADS[args.workload](args.requests, args.seed)
     mode = ", ipc-bound (precomputed model outputs)" if args.ipc_bound else ""

@@ -20,6 +20,7 @@ import tempfile
 from typing import Any, Dict, List, Optional
 
 from .. import provenance
+from ..paired import whole_cycles
 from .frontend import FIGURES, FrontendRunError, bench, bench_summary, check_identical
 
 _SHOWN = 20
@@ -39,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bench-concurrency", default="1,256", help="comma-separated concurrencies (default: %(default)s)")
     p.add_argument(
         "--repeats", type=int, default=6,
-        help="benchmark rounds per concurrency, every mode once a round; a multiple of the design's cycle (2 rounds for two modes, 6 for three) balances the order (default: %(default)s)",
+        help="benchmark rounds per concurrency, every mode once a round; more than 1 is rounded up to whole cycles of the balanced order (2 rounds for two modes, 6 for three) (default: %(default)s)",
     )
     p.add_argument(
         "--prompts", default="1:512,256:2048,1024:4096",
@@ -70,6 +71,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"--compare: unknown mode(s) {unknown}; {engine.name} offers {', '.join(frontend.modes)}")
     if args.requests < 1 or args.concurrency < 1 or args.repeats < 1:
         parser.error("--requests, --concurrency and --repeats must be >= 1")
+    # one round is a smoke run; more are a measurement, in whole cycles so every mode runs first equally often
+    rounds = whole_cycles(len(modes), args.repeats) if args.repeats > 1 else 1
+    if args.bench and rounds != args.repeats:
+        print(f"--repeats {args.repeats} runs {rounds} rounds: whole cycles of the balanced order", flush=True)
+    args.repeats = rounds  # the report's header says what ran
     try:
         concurrencies = [int(c) for c in args.bench_concurrency.split(",")]
         prompts = {int(c): int(n) for c, n in (pair.split(":") for pair in args.prompts.split(","))}

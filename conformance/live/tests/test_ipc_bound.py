@@ -130,6 +130,19 @@ def test_the_command_line_runs_repeats_in_balanced_orders_and_reports_medians_an
 
 
 
+
+def test_an_odd_repeat_count_is_rounded_up_to_whole_cycles_so_neither_codec_runs_first_more_often(monkeypatch, tmp_path):
+    canned = {codec: run_pipeline(codec, WORKLOAD[:2], device="cpu", concurrency=2, ipc_bound=True) for codec in ("pickle", "reference")}
+    calls = []
+    monkeypatch.setattr(cli, "run_pipeline", lambda codec, workload, **kw: calls.append(codec) or canned[codec])
+    out_file = tmp_path / "live.json"
+    argv = ["--ipc-bound", "--workload", "decode-heavy", "--requests", "2", "--repeats", "3", "--json", str(out_file)]
+    assert cli.main(argv) == 0
+    firsts = calls[::2]
+    assert len(calls) == 8 and firsts.count("pickle") == firsts.count("reference") == 2
+    assert json.loads(out_file.read_text())["repeats"] == 4
+
+
 def test_ratios_pair_the_runs_of_each_repeat_so_a_machine_that_slows_down_moves_both():
     from types import SimpleNamespace
 
