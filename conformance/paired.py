@@ -31,6 +31,7 @@ __all__ = [
     "median_interval",
     "williams_cycle",
     "whole_cycles",
+    "live_rounds",
     "judge",
     "at_least",
     "joint_level",
@@ -73,6 +74,16 @@ def whole_cycles(modes: int, rounds: int) -> int:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     cycle = len(williams_cycle(modes))
     return -(-rounds // cycle) * cycle
+
+
+def live_rounds(modes: int, rounds: int) -> int:
+    """The rounds a live benchmark runs when ``rounds`` are asked of ``modes`` modes.
+
+    One stays one: a smoke run of every mode, too few rounds for any interval,
+    whose order cannot be balanced anyway. More are a measurement, rounded up to
+    :func:`whole_cycles`.
+    """
+    return 1 if rounds == 1 else whole_cycles(modes, rounds)
 
 
 def round_orders(modes: Sequence[T], rounds: int) -> List[List[T]]:

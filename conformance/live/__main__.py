@@ -16,9 +16,9 @@ runs every codec once, in the balanced orders of
 :func:`~conformance.paired.round_orders` (pickle, reference; reference,
 pickle; ...), so drift of the machine and a codec's place in the repeat fall
 on all alike (more than one repeat is rounded up to whole cycles of those
-orders, so each codec runs first equally often); the summary gives each codec's median over its repeats and its
-ratio to the first codec (the median of the per-repeat ratios, with its 95%
-interval from 6 repeats on).
+orders, so each codec runs first equally often); the summary gives each
+codec's median over its repeats and its ratio to the first codec (the median
+of the per-repeat ratios, with its 95% interval from 6 repeats on).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import statistics
 import sys
 from typing import Any, Dict, List, Optional
 
-from ..paired import median_interval, round_orders, whole_cycles
+from ..paired import live_rounds, median_interval, round_orders
 from .compare import compare_results
 from .pipeline import PipelineError, PipelineResult, default_device, run_pipeline
 from .workload import WORKLOADS
@@ -64,8 +64,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--compare needs at least one codec")
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
-    if args.repeats > 1:  # one run a codec is a check; more are a measurement, in whole cycles of the balanced order
-        args.repeats = whole_cycles(len(codecs), args.repeats)
+    args.repeats = live_rounds(len(codecs), args.repeats)
     device = args.device or default_device()
     workload = WORKLOADS[args.workload](args.requests, args.seed)
     mode = ", ipc-bound (precomputed model outputs)" if args.ipc_bound else ""

@@ -20,7 +20,7 @@ import tempfile
 from typing import Any, Dict, List, Optional
 
 from .. import provenance
-from ..paired import whole_cycles
+from ..paired import live_rounds
 from .frontend import FIGURES, FrontendRunError, bench, bench_summary, check_identical
 
 _SHOWN = 20
@@ -71,8 +71,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"--compare: unknown mode(s) {unknown}; {engine.name} offers {', '.join(frontend.modes)}")
     if args.requests < 1 or args.concurrency < 1 or args.repeats < 1:
         parser.error("--requests, --concurrency and --repeats must be >= 1")
-    # one round is a smoke run; more are a measurement, in whole cycles so every mode runs first equally often
-    rounds = whole_cycles(len(modes), args.repeats) if args.repeats > 1 else 1
+    rounds = live_rounds(len(modes), args.repeats)
     if args.bench and rounds != args.repeats:
         print(f"--repeats {args.repeats} runs {rounds} rounds: whole cycles of the balanced order", flush=True)
     args.repeats = rounds  # the report's header says what ran

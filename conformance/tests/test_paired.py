@@ -9,7 +9,7 @@ from typing import Tuple, cast
 
 import pytest
 
-from conformance.paired import at_least, joint_level, median_interval, round_orders, values_needed, whole_cycles, williams_cycle
+from conformance.paired import at_least, joint_level, live_rounds, median_interval, round_orders, values_needed, whole_cycles, williams_cycle
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
@@ -105,3 +105,10 @@ def test_at_least_is_met_by_the_median_missed_below_the_interval_and_not_shown_i
     assert at_least([0.9, 0.95, 0.97, 0.98, 0.99, 1.0, 1.02, 1.05, 1.2], 1.0).startswith("NOT SHOWN")
     with pytest.raises(ValueError):
         at_least([], 1.0)
+
+
+def test_live_rounds_keep_one_smoke_round_and_round_more_up_to_whole_cycles():
+    assert [live_rounds(2, r) for r in (1, 2, 3, 5)] == [1, 2, 4, 6]
+    assert [live_rounds(3, r) for r in (1, 2, 6, 7)] == [1, 6, 6, 12]
+    with pytest.raises(ValueError):
+        live_rounds(2, 0)

@@ -48,15 +48,15 @@ def test_the_report_gives_each_modes_req_s_ratio_interval_and_names_the_design(t
     assert "| 0.900-1.200 | 1.000, 1.100, 0.900, 1.200, 0.950, 1.050, 1.000 |" in b_row
 
 
-def _cli_rounds(monkeypatch, tmp_path, frontend_cls, repeats):
-    """The rounds ``--repeats N`` runs through the front end's command line (with ``--doc``, so its header is checked too)."""
+def _cli_rounds(monkeypatch, tmp_path, repeats):
+    """The rounds ``--repeats N`` runs through the front end's command line, three modes (with ``--doc``, so its header is checked too)."""
     import json
     import types
 
     from conformance.engines import profile
     from conformance.live.frontend_main import main
 
-    monkeypatch.setattr(profile, "find_engine", lambda spec: types.SimpleNamespace(name="x", live_frontend=frontend_cls))
+    monkeypatch.setattr(profile, "find_engine", lambda spec: types.SimpleNamespace(name="x", live_frontend=_ThreeModes))
     out, doc = tmp_path / "out.json", tmp_path / "report.md"
     argv = [
         "--frontend", "x", "--skip-check", "--bench", "--bench-concurrency", "1", "--prompts", "1:2", "--repeats", str(repeats),
@@ -68,12 +68,12 @@ def _cli_rounds(monkeypatch, tmp_path, frontend_cls, repeats):
 
 
 def test_the_cli_rounds_repeats_up_to_whole_cycles_so_each_mode_runs_first_equally_often(monkeypatch, tmp_path, capsys):
-    rounds, report = _cli_rounds(monkeypatch, tmp_path, _ThreeModes, 5)
+    rounds, report = _cli_rounds(monkeypatch, tmp_path, 5)
     assert len(rounds) == 6 and Counter(r[0] for r in rounds) == {"a": 2, "b": 2, "c": 2}
     assert "6 rounds per concurrency" in report  # the header says what ran, not what was asked
     assert "--repeats 5 runs 6 rounds" in capsys.readouterr().out
 
 
 def test_one_round_stays_one_smoke_run(monkeypatch, tmp_path):
-    rounds, report = _cli_rounds(monkeypatch, tmp_path, _ThreeModes, 1)
+    rounds, report = _cli_rounds(monkeypatch, tmp_path, 1)
     assert rounds == [["a", "b", "c"]] and "1 rounds per concurrency" in report

@@ -129,8 +129,6 @@ def test_the_command_line_runs_repeats_in_balanced_orders_and_reports_medians_an
     assert report["ipc_bound"] is True and report["repeats"] == 2 and len(report["runs"]) == 4
 
 
-
-
 def test_an_odd_repeat_count_is_rounded_up_to_whole_cycles_so_neither_codec_runs_first_more_often(monkeypatch, tmp_path):
     canned = {codec: run_pipeline(codec, WORKLOAD[:2], device="cpu", concurrency=2, ipc_bound=True) for codec in ("pickle", "reference")}
     calls = []
