@@ -34,7 +34,8 @@ the change under test edits the benchmarks themselves.
 engine's ``bench_target`` (``sglang``: SGLang 0.5.23's codec); ``--codecs``
 takes any of the benchmarks' codecs (:func:`.codecs.codec_names`), and
 ``NAME@TAG`` for codec ``NAME`` under another name (``sglang@a,sglang``: an
-A/A run, one codec against itself).
+A/A run, one codec against itself) and ``NAME+TAG`` for a second instance of
+it (``sglang+b,sglang``: an A/A run of two instances, as an A/B run has).
 """
 
 from __future__ import annotations
@@ -253,7 +254,7 @@ def _parser() -> argparse.ArgumentParser:
     from .interleaved import default_codecs as interleaved_default
 
     default_codecs = ",".join(interleaved_default())
-    p.add_argument("--codecs", default=default_codecs, help=f"comma-separated benchmark codecs; the first is compared with the others; NAME@TAG is codec NAME under another name, for an A/A run (default {default_codecs})")
+    p.add_argument("--codecs", default=default_codecs, help=f"comma-separated benchmark codecs; the first is compared with the others; NAME@TAG is codec NAME under another name and NAME+TAG a second instance of it, for A/A runs (default {default_codecs})")
     p.add_argument("--families", help="comma-separated corpus families (default: all of this run's)")
     p.add_argument("--ops", default="round trip", help="comma-separated: 'round trip', encode, decode (default 'round trip')")
     p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation, rounded up to whole cycles of the balanced order: 16 for two codecs, 18 for three (default 15)")

@@ -18,7 +18,11 @@ accepts (a built-in name or ``MODULE:ATTR``). Without it, its benchmarks skip.
 
 ``NAME@TAG`` is codec ``NAME`` measured under another name: ``sglang@a,sglang``
 times one codec against itself (an A/A run), which shows what a tool's
-verdicts say when there is nothing to find.
+verdicts say when there is nothing to find. ``NAME+TAG`` is a second instance
+of ``NAME``, built on its own by the same factory (its own objects, caches and
+memory): the null of an A/B run, whose two codecs are two instances too. Cold,
+two instances of the same code can differ where one instance timed twice
+cannot.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "FIXED_CODECS",
     "BASELINE",
     "ALIAS_SEPARATOR",
+    "INSTANCE_SEPARATOR",
     "CANDIDATE",
     "CANDIDATE_ENV",
     "bench_engine",
@@ -57,6 +62,8 @@ CANDIDATE = "candidate"
 CANDIDATE_ENV = "IPC_BENCH_CODEC"
 #: ``NAME@TAG``: codec ``NAME`` under another name.
 ALIAS_SEPARATOR = "@"
+#: ``NAME+TAG``: another instance of codec ``NAME``.
+INSTANCE_SEPARATOR = "+"
 
 
 class BenchCodec(NamedTuple):
@@ -103,15 +110,18 @@ CODEC_NAMES: List[str] = codec_names()
 
 
 def base_name(name: str) -> str:
-    """The codec that ``name`` measures: ``NAME`` for ``NAME@TAG``, else ``name``; ``ValueError`` for an empty ``NAME`` or ``TAG``."""
-    base, sep, tag = name.partition(ALIAS_SEPARATOR)
-    if sep and not (base and tag):
-        raise ValueError(f"codec alias {name!r}: write NAME{ALIAS_SEPARATOR}TAG, both non-empty")
-    return base
+    """The codec that ``name`` measures: ``NAME`` for ``NAME@TAG`` and ``NAME+TAG``, else ``name``; ``ValueError`` for an empty ``NAME`` or ``TAG``."""
+    for separator in (ALIAS_SEPARATOR, INSTANCE_SEPARATOR):
+        base, sep, tag = name.partition(separator)
+        if sep:
+            if not (base and tag):
+                raise ValueError(f"codec alias {name!r}: write NAME{separator}TAG, both non-empty")
+            return base
+    return name
 
 
 def unavailable(name: str) -> Optional[str]:
-    """Why codec ``name`` (or ``NAME@TAG``) cannot be measured here (a skip reason), or None.
+    """Why codec ``name`` (or ``NAME@TAG``, ``NAME+TAG``) cannot be measured here (a skip reason), or None.
 
     An engine codec is available when its factory returns; its ``ImportError``
     is the reason. Any other error of the factory propagates.
@@ -132,12 +142,21 @@ def get_codec(name: str) -> BenchCodec:
     """The codec called ``name``; ``ValueError`` for an unknown name.
 
     ``NAME@TAG`` is the same codec object as ``NAME`` (its calls, caches and
-    state), named ``NAME@TAG``. An engine codec's factory's errors propagate
-    (``ImportError`` when its package is not installed: see :func:`unavailable`).
+    state), named ``NAME@TAG``; ``NAME+TAG`` is another one, built by
+    ``NAME``'s factory when first asked for (one per ``TAG``). An engine
+    codec's factory's errors propagate (``ImportError`` when its package is
+    not installed: see :func:`unavailable`).
     """
     base = base_name(name)
-    if base != name:
+    if base == name:
+        return _build(name)
+    if name[len(base)] == ALIAS_SEPARATOR:
         return get_codec(base)._replace(name=name)
+    return _build(base)._replace(name=name)
+
+
+def _build(name: str) -> BenchCodec:
+    """A new instance of codec ``name`` (a base name); ``ValueError`` for an unknown one."""
     if name == "reference-v1":
         codec: Any = ReferenceCodec()
     elif name == "reference-v2":

@@ -30,7 +30,10 @@ between 0.95x and 1.19x from one process to another, each the median of 15
 to 25 rounds. ``--processes N`` repeats the whole measurement in N fresh
 interpreters, one after the other (never side by side: the machine has two
 cores), and reports the median over processes of each family's ratio, with
-the lowest and highest. A verdict on a target wants several processes: the
+the lowest and highest. Each process builds the codecs in its own rotation
+of the named order (:func:`build_order`), so that each codec is built first
+in as many processes as the others: cold, the instance built first can be
+the slower one. A verdict on a target wants several processes: the
 every-family target reads each family behind it over its processes' ratios
 (:func:`conformance.paired.judge`): MISSED when their median's interval lies
 below the target, NOT SHOWN when it holds the target (the processes cannot
@@ -41,7 +44,8 @@ takes 10 processes). Read at 95% each over 6 processes, a family where
 nothing differs has all its processes below 1x with chance 1/64, so one of
 25 families does in about a third of runs: a false MISSED. ``--codecs
 sglang@a,sglang`` times a codec against itself (an A/A run), to see what the
-verdicts say when there is nothing to find.
+verdicts say when there is nothing to find; ``--codecs sglang+b,sglang``
+times two instances of it, built apart, as the two codecs of an A/B run are.
 
 A tight loop keeps the codec's code and data in the CPU's caches, which a
 serving process does not: between two messages it tokenizes, schedules and
@@ -80,6 +84,7 @@ __all__ = [
     "default_codecs",
     "measure",
     "measure_in_processes",
+    "build_order",
     "combine",
     "render",
     "targets",
@@ -165,14 +170,23 @@ def _cold_batch(call: Callable[[], object], n: int, filler: bytearray) -> float:
     return total / n
 
 
-def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] = ("round trip",), rounds: int = 15, evict: int = 0) -> List[Row]:
+def measure(
+    codecs: Sequence[str],
+    families: Sequence[str],
+    ops: Sequence[str] = ("round trip",),
+    rounds: int = 15,
+    evict: int = 0,
+    build_order: Optional[Sequence[str]] = None,
+) -> List[Row]:
     """Time ``codecs`` on each family and operation, interleaved round by round (see the module docstring).
 
     ``rounds`` is rounded up to whole cycles of the design
     (:func:`conformance.paired.whole_cycles`: 16 for two codecs, 18 for
     three), so that every codec runs first equally often. ``evict`` (bytes,
     0: off) times :data:`COLD_CALLS` calls per codec and round, each after
-    copying that many bytes, instead of a hot batch.
+    copying that many bytes, instead of a hot batch. ``build_order`` (the
+    same names, default ``codecs``) is the order in which the codecs, and
+    each family's messages for them, are built.
     """
     if evict < 0:
         raise ValueError(f"evict must be a number of bytes >= 0, got {evict}")
@@ -181,16 +195,20 @@ def measure(codecs: Sequence[str], families: Sequence[str], ops: Sequence[str] =
         raise ValueError("interleaved timing needs at least two codecs: the first is compared with the others")
     twice = sorted({name for name in codecs if list(codecs).count(name) > 1})
     if twice:
-        raise ValueError(f"codecs {twice} named twice: to time a codec against itself, name it NAME@TAG the second time (e.g. pickle@a,pickle)")
-    for name in codecs:
+        raise ValueError(f"codecs {twice} named twice: to time a codec against itself, name it NAME@TAG the second time (e.g. pickle@a,pickle), or NAME+TAG for a second instance")
+    built = list(codecs if build_order is None else build_order)
+    if sorted(built) != sorted(codecs):
+        raise ValueError(f"build order {built} is not an order of the codecs {list(codecs)}")
+    for name in built:
         why = unavailable(name)
         if why:
             raise ValueError(f"cannot measure {name}: {why}")
+        get_codec(name)
     rows = []
     for family in families:
         msg = corpus.build(family)
         for op in ops:
-            calls = {name: _own_code(_call(name, op, msg)) for name in codecs}
+            calls = {name: _own_code(_call(name, op, msg)) for name in built}
             gc.collect()
             # calls per batch, from one timed call of each (the slowest sets it for all: same n, same conditions)
             one = max(_batch(call, 1) for call in calls.values())
@@ -226,7 +244,10 @@ def measure_in_processes(
 ) -> List[Row]:
     """:func:`measure` in ``processes`` fresh interpreters, one after the other, combined by :func:`combine`.
 
-    One process measures in this one, as :func:`measure` does.
+    Process ``i`` builds the codecs in ``codecs`` order rotated by ``i``
+    (:func:`build_order`), so that each is built first in as many processes
+    as the others when ``processes`` is a multiple of their number. One
+    process measures in this one, as :func:`measure` does.
     """
     if processes < 1:
         raise ValueError(f"processes must be at least 1, got {processes}")
@@ -234,10 +255,25 @@ def measure_in_processes(
         return measure(codecs, families, ops, rounds, evict)
     runs = []
     spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no heap, allocator or import state carried over
-    for _ in range(processes):
+    for i in range(processes):
         with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-            runs.append(pool.submit(measure, list(codecs), list(families), list(ops), rounds, evict).result())
+            runs.append(pool.submit(measure, list(codecs), list(families), list(ops), rounds, evict, build_order(codecs, i)).result())
     return combine(runs)
+
+
+def build_order(codecs: Sequence[str], process: int) -> List[str]:
+    """The order in which process number ``process`` (from 0) builds ``codecs``: their order rotated left by ``process``.
+
+    Two instances of the same code, built one after the other in a fresh
+    process, can differ cold by a few percent (the reference inside SGLang
+    against a second instance of itself, one-request ``BatchTokenIDOutput``:
+    the first built slower by 0.9-3.7% in 8 of 8 processes of one probe, by a
+    median 6% in 5 processes and 1% in the 5 that built the other first, in
+    another). Built always in the named order, such a difference would fall
+    on the same codec in every process.
+    """
+    k = process % len(codecs)
+    return [*codecs[k:], *codecs[:k]]
 
 
 def combine(runs: Sequence[Sequence[Row]]) -> List[Row]:

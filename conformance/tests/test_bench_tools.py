@@ -531,6 +531,58 @@ def test_interleaved_rounds_are_whole_cycles_of_the_balanced_order(monkeypatch, 
     assert "(4 rounds in one process;" in capsys.readouterr().out  # the header says what ran
 
 
+def test_each_codec_is_built_first_in_as_many_processes_as_the_others():
+    from conformance.benchmarks import interleaved
+
+    two = [interleaved.build_order(["a", "b"], i) for i in range(4)]
+    assert two == [["a", "b"], ["b", "a"], ["a", "b"], ["b", "a"]]
+    three = [interleaved.build_order(["a", "b", "c"], i) for i in range(6)]
+    assert Counter(order[0] for order in three) == {"a": 2, "b": 2, "c": 2}
+    assert all(sorted(order) == ["a", "b", "c"] for order in three)
+
+
+def test_interleaved_builds_the_codecs_and_their_messages_in_the_build_order(monkeypatch):
+    from conformance.benchmarks import interleaved
+
+    built, real_get, real_call = [], interleaved.get_codec, interleaved._call
+    monkeypatch.setattr(interleaved, "get_codec", lambda name: built.append(("codec", name)) or real_get(name))
+    monkeypatch.setattr(interleaved, "_call", lambda name, op, msg: built.append(("message", name)) or real_call(name, op, msg))
+    monkeypatch.setattr(interleaved, "_batch", lambda call, n: 1.0)
+    (row,) = interleaved.measure(["reference-v1", "pickle+b"], ["control-AbortReq"], rounds=2, build_order=["pickle+b", "reference-v1"])
+    assert list(dict.fromkeys(built)) == [("codec", "pickle+b"), ("codec", "reference-v1"), ("message", "pickle+b"), ("message", "reference-v1")]
+    assert list(row.seconds) == ["reference-v1", "pickle+b"] and list(row.speedup) == ["pickle+b"]  # the table keeps the named order
+    with pytest.raises(ValueError, match="not an order of the codecs"):
+        interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], build_order=["pickle", "pickle"])
+
+
+def test_each_process_builds_the_codecs_in_its_own_rotation(monkeypatch):
+    import concurrent.futures
+
+    from conformance.benchmarks import interleaved
+
+    orders = []
+
+    class InThisProcess:
+        def __init__(self, max_workers, mp_context):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, *args):
+            orders.append(args[-1])
+            done = concurrent.futures.Future()
+            done.set_result([interleaved.Row("f", "round trip", {"a": 1.0, "b": 1.0}, {"b": 1.0})])
+            return done
+
+    monkeypatch.setattr(interleaved.concurrent.futures, "ProcessPoolExecutor", InThisProcess)
+    interleaved.measure_in_processes(["a", "b"], ["f"], processes=4)
+    assert orders == [["a", "b"], ["b", "a"], ["a", "b"], ["b", "a"]]
+
+
 def test_interleaved_measures_real_calls_and_renders_a_table():
     from conformance.benchmarks import interleaved
 
@@ -619,6 +671,24 @@ def test_a_codec_under_an_alias_is_the_same_codec_under_another_name():
         codecs.get_codec("nope@b")
 
 
+def test_a_codec_under_an_instance_alias_is_a_second_instance_of_the_same_codec():
+    from conformance.benchmarks import codecs, corpus
+
+    plain, second = codecs.get_codec("reference-v1"), codecs.get_codec("reference-v1+b")
+    assert second.name == "reference-v1+b" and second is codecs.get_codec("reference-v1+b")  # one instance per tag
+    assert second.encode.__self__ is not plain.encode.__self__  # its own codec object
+    assert codecs.get_codec("reference-v1+c").encode.__self__ is not second.encode.__self__
+    assert codecs.get_codec("reference-v1+b@x").encode == second.encode  # an alias of the second instance is that instance
+    msg = corpus.build("control-AbortReq")
+    assert second.encode(msg) == plain.encode(msg) and second.decode(plain.encode(msg)) == msg
+    assert codecs.unavailable("candidate+b") == codecs.unavailable("candidate")
+    for bad in ("+b", "pickle+", "+"):
+        with pytest.raises(ValueError, match=r"write NAME\+TAG"):
+            codecs.get_codec(bad)
+    with pytest.raises(ValueError, match="unknown benchmark codec 'nope'"):
+        codecs.get_codec("nope+b")
+
+
 def test_interleaved_times_a_codec_against_itself_only_under_an_alias():
     from conformance.benchmarks import interleaved
 
@@ -626,6 +696,8 @@ def test_interleaved_times_a_codec_against_itself_only_under_an_alias():
         interleaved.measure(["pickle", "reference-v1", "pickle"], ["control-AbortReq"], rounds=1)
     (row,) = interleaved.measure(["pickle", "pickle@again"], ["control-AbortReq"], rounds=2)
     assert set(row.seconds) == {"pickle", "pickle@again"} and row.speedup["pickle@again"] > 0
+    (row,) = interleaved.measure(["pickle", "pickle+two"], ["control-AbortReq"], rounds=2)
+    assert set(row.seconds) == {"pickle", "pickle+two"} and row.speedup["pickle+two"] > 0
 
 
 def test_interleaved_needs_two_available_codecs():
