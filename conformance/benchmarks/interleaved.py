@@ -21,7 +21,8 @@ prints, per family of :mod:`.corpus`, the median time of each codec and the
 speed-up of the first codec over each other one (above 1: the first is faster),
 then the target lines when one of the others is the default engine's
 ``bench_target`` (SGLang's codec, ``sglang``, for the default engine; without
-``--codecs`` the command compares ``reference-v1`` with it). The garbage
+``--codecs`` the command compares ``reference-v1`` with it) or the first codec
+again (an A/A run: what the targets say when nothing differs). The garbage
 collector stays on, as in a serving process. It measures; it gates nothing.
 
 Rounds share a process, and a process has its own heap layout and allocator
@@ -73,7 +74,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 from ..paired import MISSED, NOT_SHOWN, joint_level, judge, round_orders, values_needed, whole_cycles
 from ..provenance import header
 from . import corpus
-from .codecs import BASELINE, bench_target, get_codec, unavailable
+from .codecs import BASELINE, base_name, bench_target, get_codec, unavailable
 from .table import V1_VS_ENGINE_FLOOR, V1_VS_ENGINE_MEDIAN, fmt_time
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -419,9 +420,11 @@ def render(rows: Sequence[Row], codecs: Sequence[str], command: str, rounds: int
     lines.append("")
     target = bench_target()
     for other in others:
-        for line in targets(rows, first, other) if other == target else []:
+        # an A/A run reads the targets too: what they say when nothing differs
+        judged = other == target or base_name(other) == base_name(first)
+        for line in targets(rows, first, other) if judged else []:
             lines.append(f"- {line}")
-        if other == target and processes == 1:
+        if judged and processes == 1:
             families = len({row.family for row in rows if row.op == "round trip"})
             lines.append(
                 "- One process: a family's ratio moves between processes (see the module docstring); "

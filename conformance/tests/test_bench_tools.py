@@ -594,6 +594,18 @@ def test_interleaved_measures_real_calls_and_renders_a_table():
     assert "| control-AbortReq | decode | " in text
 
 
+def test_an_a_a_table_reads_the_targets_to_show_what_they_say_when_nothing_differs():
+    from conformance.benchmarks import interleaved
+
+    def table(first: str, other: str) -> str:
+        rows = [interleaved.Row(f"f{i}", "round trip", {first: 1e-6, other: 1e-6}, {other: x}) for i, x in enumerate((0.99, 1.0, 1.02))]
+        return interleaved.render(rows, [first, other], "python -m conformance.benchmarks interleaved", 16, processes=10)
+
+    for second in ("reference-v1+b", "reference-v1@b"):
+        assert f"- NOT SHOWN: reference-v1 round trip at least 1x {second} in every family; behind on f0 0.99x" in table("reference-v1", second)
+    assert "round trip at least" not in table("reference-v1", "pickle")  # two different codecs, neither the target: no target
+
+
 def test_interleaved_evict_times_each_call_alone_after_refilling_the_caches(monkeypatch):
     from conformance.benchmarks import interleaved
 
