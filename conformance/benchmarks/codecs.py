@@ -124,16 +124,18 @@ def unavailable(name: str) -> Optional[str]:
     """Why codec ``name`` (or ``NAME@TAG``, ``NAME+TAG``) cannot be measured here (a skip reason), or None.
 
     An engine codec is available when its factory returns; its ``ImportError``
-    is the reason. Any other error of the factory propagates.
+    is the reason. Any other error of the factory propagates. The codec asked
+    for is the one built (``NAME+TAG``'s own instance, not ``NAME``'s), so
+    asking builds no other instance first.
     """
-    name = base_name(name)
-    if name == CANDIDATE and not os.environ.get(CANDIDATE_ENV):
+    base = base_name(name)
+    if base == CANDIDATE and not os.environ.get(CANDIDATE_ENV):
         return f"no candidate implementation: set {CANDIDATE_ENV}=MODULE:ATTR to measure yours beside these"
-    if name in bench_engine().bench_codecs:
+    if base in bench_engine().bench_codecs:
         try:
             get_codec(name)
         except ImportError as exc:
-            return str(exc) or f"{label(name)} is not installed"
+            return str(exc) or f"{label(base)} is not installed"
     return None
 
 

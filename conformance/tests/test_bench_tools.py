@@ -843,6 +843,18 @@ def with_engine(monkeypatch):
     codecs.get_codec.cache_clear()
 
 
+def test_an_engine_codecs_second_instance_is_built_first_when_the_build_order_says_so(with_engine, monkeypatch):
+    from conformance.benchmarks import codecs, interleaved
+
+    engine = with_engine(fake_engine())
+    made, factory = [], engine.bench_codecs["fake"]
+    monkeypatch.setitem(engine.bench_codecs, "fake", lambda: made.append(factory()) or made[-1])
+    monkeypatch.setattr(interleaved, "_batch", lambda call, n: 1.0)
+    interleaved.measure(["fake", "fake+b"], ["control-AbortReq"], rounds=2, build_order=["fake+b", "fake"])
+    # asking whether fake+b is available built it, not fake: the rotation holds for engine codecs too
+    assert [m.encode for m in made] == [codecs.get_codec("fake+b").encode, codecs.get_codec("fake").encode]
+
+
 def test_an_engines_bench_codecs_are_measured_between_the_fixed_ones_and_the_candidate(with_engine):
     from conformance.benchmarks import codecs
     from reference_codec.samples import flush_cache
