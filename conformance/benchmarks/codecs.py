@@ -152,7 +152,7 @@ def get_codec(name: str) -> BenchCodec:
     base = base_name(name)
     if base == name:
         return _build(name)
-    if name[len(base)] == ALIAS_SEPARATOR:
+    if name[len(base)] == ALIAS_SEPARATOR:  # the separator right after NAME says which kind of alias
         return get_codec(base)._replace(name=name)
     return _build(base)._replace(name=name)
 
