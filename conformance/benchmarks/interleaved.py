@@ -186,8 +186,8 @@ def measure(
     three), so that every codec runs first equally often. ``evict`` (bytes,
     0: off) times :data:`COLD_CALLS` calls per codec and round, each after
     copying that many bytes, instead of a hot batch. ``build_order`` (the
-    same names, default ``codecs``) is the order in which the codecs, and
-    each family's messages for them, are built.
+    same names, default ``codecs``) is the order in which the codecs, each
+    family's messages for them and their timing loops are built.
     """
     if evict < 0:
         raise ValueError(f"evict must be a number of bytes >= 0, got {evict}")
@@ -219,7 +219,7 @@ def measure(
                 name: functools.partial(_own_code(_batch), calls[name], n)
                 if filler is None
                 else functools.partial(_own_code(_cold_batch), calls[name], COLD_CALLS, filler)
-                for name in codecs
+                for name in built
             }
             times: Dict[str, List[float]] = {name: [] for name in codecs}
             ratios: Dict[str, List[float]] = {name: [] for name in codecs[1:]}

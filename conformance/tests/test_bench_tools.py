@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import re
+import types
 from collections import Counter
 from typing import Any, Dict, List, Optional
 
@@ -545,11 +547,25 @@ def test_interleaved_builds_the_codecs_and_their_messages_in_the_build_order(mon
     from conformance.benchmarks import interleaved
 
     built, real_get, real_call = [], interleaved.get_codec, interleaved._call
+    calls = {}
+
+    def call(name, op, msg):
+        built.append(("message", name))
+        calls[name] = real_call(name, op, msg)
+        return calls[name]
+
+    def loop(fn, call, *args):  # the timing loop of the codec whose call it binds
+        built.append(("loop", next(name for name, c in calls.items() if c.__closure__ is call.__closure__)))
+        return functools.partial(fn, call, *args)
+
     monkeypatch.setattr(interleaved, "get_codec", lambda name: built.append(("codec", name)) or real_get(name))
-    monkeypatch.setattr(interleaved, "_call", lambda name, op, msg: built.append(("message", name)) or real_call(name, op, msg))
+    monkeypatch.setattr(interleaved, "_call", call)
+    monkeypatch.setattr(interleaved, "functools", types.SimpleNamespace(partial=loop))
     monkeypatch.setattr(interleaved, "_batch", lambda call, n: 1.0)
     (row,) = interleaved.measure(["reference-v1", "pickle+b"], ["control-AbortReq"], rounds=2, build_order=["pickle+b", "reference-v1"])
-    assert list(dict.fromkeys(built)) == [("codec", "pickle+b"), ("codec", "reference-v1"), ("message", "pickle+b"), ("message", "reference-v1")]
+    assert list(dict.fromkeys(built)) == [
+        ("codec", "pickle+b"), ("codec", "reference-v1"), ("message", "pickle+b"), ("message", "reference-v1"), ("loop", "pickle+b"), ("loop", "reference-v1")
+    ]
     assert list(row.seconds) == ["reference-v1", "pickle+b"] and list(row.speedup) == ["pickle+b"]  # the table keeps the named order
     with pytest.raises(ValueError, match="not an order of the codecs"):
         interleaved.measure(["reference-v1", "pickle"], ["control-AbortReq"], build_order=["pickle", "pickle"])
