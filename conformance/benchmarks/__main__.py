@@ -50,6 +50,7 @@ import sys
 import tempfile
 from typing import Iterator, List, Optional, Sequence, Tuple
 
+from ..interrupts import exit_on_sigterm
 from . import gate as gate_mod
 from . import results, table
 
@@ -335,4 +336,5 @@ def _run(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # a CI timeout or kill stops the workers and subprocesses started, too
     sys.exit(main())

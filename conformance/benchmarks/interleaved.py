@@ -64,7 +64,9 @@ import concurrent.futures
 import functools
 import gc
 import multiprocessing
+import os
 import shlex
+import signal
 import statistics
 import time
 import types
@@ -248,7 +250,9 @@ def measure_in_processes(
     Process ``i`` builds the codecs in ``codecs`` order rotated by ``i``
     (:func:`build_order`), so that each is built first in as many processes
     as the others when ``processes`` is a multiple of their number. One
-    process measures in this one, as :func:`measure` does.
+    process measures in this one, as :func:`measure` does. Interrupted (Ctrl-C,
+    or SIGTERM under :func:`conformance.interrupts.exit_on_sigterm`), it ends
+    the measuring process before it raises.
     """
     if processes < 1:
         raise ValueError(f"processes must be at least 1, got {processes}")
@@ -258,8 +262,23 @@ def measure_in_processes(
     spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no heap, allocator or import state carried over
     for i in range(processes):
         with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-            runs.append(pool.submit(measure, list(codecs), list(families), list(ops), rounds, evict, build_order(codecs, i)).result())
+            worker = pool.submit(os.getpid).result()  # the pool's one process, which the measurement runs in too
+            try:
+                runs.append(pool.submit(measure, list(codecs), list(families), list(ops), rounds, evict, build_order(codecs, i)).result())
+            except BaseException:
+                # Ctrl-C, or SIGTERM raising (conformance.interrupts): leaving the pool waits for the
+                # task, which measures on for minutes (and beside the next run) unless ended here
+                _end(worker)
+                raise
     return combine(runs)
+
+
+def _end(pid: int) -> None:
+    """SIGTERM process ``pid`` (a pool's worker, not yet joined, so its pid is not reused); nothing if it has gone."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
 
 
 def build_order(codecs: Sequence[str], process: int) -> List[str]:

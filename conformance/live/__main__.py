@@ -30,6 +30,7 @@ import statistics
 import sys
 from typing import Any, Dict, List, Optional
 
+from ..interrupts import exit_on_sigterm
 from ..paired import live_rounds, median_interval, round_orders
 from .compare import compare_results
 from .pipeline import PipelineError, PipelineResult, default_device, run_pipeline
@@ -223,4 +224,5 @@ def _times(ratio: Optional[float]) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # a CI timeout or kill unwinds like Ctrl-C: every process and server started is stopped on the way out
     sys.exit(main())

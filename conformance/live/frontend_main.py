@@ -14,7 +14,6 @@ import json
 import os
 import platform
 import shlex
-import signal
 import sys
 import tempfile
 from typing import Any, Dict, List, Optional
@@ -84,8 +83,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.bench and missing:
         parser.error(f"--prompts gives no count for concurrency {missing}")
 
-    # SIGTERM (a CI timeout, kill) unwinds like Ctrl-C, so every server started is stopped on the way out
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     workdir = args.workdir or tempfile.mkdtemp(prefix="live-frontend-")
     os.makedirs(workdir, exist_ok=True)
     print(f"live front end: {frontend.description}; modes {', '.join(modes)}; work in {workdir}", flush=True)
@@ -125,10 +122,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)
     return status
-
-
-def _exit_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _row_line(row: Dict[str, Any]) -> str:

@@ -589,9 +589,12 @@ def test_each_process_builds_the_codecs_in_its_own_rotation(monkeypatch):
             return False
 
         def submit(self, fn, *args):
-            orders.append(args[-1])
             done = concurrent.futures.Future()
-            done.set_result([interleaved.Row("f", "round trip", {"a": 1.0, "b": 1.0}, {"b": 1.0})])
+            if fn is interleaved.measure:
+                orders.append(args[-1])
+                done.set_result([interleaved.Row("f", "round trip", {"a": 1.0, "b": 1.0}, {"b": 1.0})])
+            else:
+                done.set_result(-1)  # the worker's pid: no process has it
             return done
 
     monkeypatch.setattr(interleaved.concurrent.futures, "ProcessPoolExecutor", InThisProcess)

@@ -122,3 +122,14 @@ def test_no_process_left_after_ctrl_c_to_the_driver(tmp_path):
     driver.communicate(timeout=600)
     assert driver.returncode != 0
     _assert_none_left(tree)
+
+
+def test_no_process_left_after_sigterm_to_the_driver(tmp_path):
+    # what a CI timeout or kill sends: the driver unwinds as on Ctrl-C (conformance.interrupts)
+    driver = _driver(tmp_path, "--requests", "2000")
+    tree = _tree_once_scheduler_runs(driver)
+    time.sleep(2)
+    driver.send_signal(signal.SIGTERM)
+    driver.communicate(timeout=600)
+    _assert_none_left(tree)
+    assert driver.returncode == 128 + signal.SIGTERM, "the driver did not unwind (killed by the signal's default action)"
