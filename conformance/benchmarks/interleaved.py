@@ -55,12 +55,12 @@ many bytes (so the caches hold other data when the call starts), a few calls
 per codec and round; the copy is outside the timed part. On this
 repository's VM a one-request ``BatchTokenIDOutput`` round trip took about
 4 µs hot and 70 µs cold, and the ratio between two codecs can differ cold
-from hot. Cold, the order the codecs are named in still moves a ratio by a
-few percent, for a cause not found: the reference inside SGLang named first
-trailed SGLang's codec by 2-7% on the per-step messages and a 1 MiB tensor,
-and named second led by 0-4%, two runs each. A cold verdict within a few
-percent of its target wants the run again with the codecs named the other
-way round.
+from hot. Cold, a ratio within a few percent of 1x moves from run to run
+with more than the codecs: the reference inside SGLang against SGLang's
+codec on the per-step messages read 0.95-0.98x named first over the 25
+families, 1.00-1.04x named second, and 0.99-1.04x either way over six of
+them. A cold verdict within a few percent of its target wants more than one
+run, with the codecs named both ways.
 """
 
 from __future__ import annotations
