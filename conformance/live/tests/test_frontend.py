@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conformance.live.frontend import BenchRun, bench, bench_summary, first_difference
+from conformance.live.frontend import BenchRun, FrontendRunError, bench, bench_summary, first_difference
 from conformance.live.frontend_main import main
 
 
@@ -85,8 +85,11 @@ class _ToolOnlyFrontend:
     def serve(self, mode, workdir):
         yield f"http://{mode}"
 
+    #: what the tool writes beside ``completed``
+    LINE = {"request_throughput": 10.0, "output_throughput": 100.0, "mean_ttft_ms": 2.0, "mean_itl_ms": 0.5, "total_output_tokens_retokenized": 16}
+
     def bench_argv(self, url, *, concurrency, prompts, input_len, output_len, seed, output_file):
-        line = {"completed": prompts, "request_throughput": 10.0, "output_throughput": 100.0, "mean_ttft_ms": 2.0, "mean_itl_ms": 0.5}
+        line = {"completed": prompts, **self.LINE}
         return [sys.executable, "-c", f"open({output_file!r}, 'w').write({json.dumps(line)!r})"]
 
 
@@ -115,6 +118,16 @@ class _MeteredFrontend(_ToolOnlyFrontend):
 
 def _bench(frontend, tmp_path):
     return bench(frontend, frontend.modes, concurrencies=[1], repeats=2, prompts={1: 4}, input_len=8, output_len=4, seed=0, workdir=str(tmp_path), log=lambda line: None)
+
+
+def test_a_run_whose_answers_came_in_one_piece_counts_and_one_without_text_is_refused(tmp_path):
+    one_piece = _ToolOnlyFrontend()
+    one_piece.LINE = {**one_piece.LINE, "mean_itl_ms": 0.0}  # every answer streamed in one chunk: no gap between tokens
+    assert all(r.figures["mean_itl_ms"] == 0.0 for r in _bench(one_piece, tmp_path))
+    refused = _ToolOnlyFrontend()
+    refused.LINE = {**refused.LINE, "total_output_tokens_retokenized": 0}  # completed, credited with tokens, no text
+    with pytest.raises(FrontendRunError, match="got no tokens in mode a .*0 output tokens in the text received"):
+        _bench(refused, tmp_path)
 
 
 def test_a_run_reports_the_servers_cpu_per_request_read_before_and_after_the_tool(tmp_path):
