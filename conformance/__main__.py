@@ -28,11 +28,11 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-import signal
 import sys
 from typing import List, Optional
 
 from .engines import DEFAULT_ENGINE, ENGINE_ENV, ENGINES, EngineSelectionError
+from .interrupts import interrupt_on_sigterm
 from .plugin import CODEC_ENV, TESTEE_ENV, CodecSelectionError, codec_from_environment
 
 __all__ = ["main", "console"]
@@ -85,16 +85,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupt_on_sigterm() -> None:
-    """A CI timeout sends SIGTERM: end like Ctrl-C, so that the summary, report and closing line still come."""
-
-    def handler(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args, pytest_args = _parser().parse_known_args(argv)
     if args.engine:
@@ -141,7 +131,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.report:
         options += ["--report", os.path.abspath(args.report)]
     has_path = any(not a.startswith("-") and (os.path.exists(a.split("::")[0])) for a in pytest_args)
-    _interrupt_on_sigterm()
+    interrupt_on_sigterm()  # a CI timeout: the summary, report and closing line still come
     return int(pytest.main(options + pytest_args + ([] if has_path else [SUITE_DIR])))
 
 

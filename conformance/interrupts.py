@@ -6,7 +6,9 @@ worker processes and subprocesses the command started live on (a benchmark
 worker went on measuring for a minute beside the next run). A command that
 starts any calls :func:`exit_on_sigterm` first; SIGTERM then raises
 ``SystemExit`` in the main thread, wherever it waits, and each ``finally``
-on the way out stops what it started.
+on the way out stops what it started. A pytest run calls
+:func:`interrupt_on_sigterm` instead: pytest reports a KeyboardInterrupt as
+an interrupted run, with its summary.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-__all__ = ["exit_on_sigterm"]
+__all__ = ["exit_on_sigterm", "interrupt_on_sigterm"]
 
 
 def exit_on_sigterm() -> None:
@@ -29,3 +31,13 @@ def exit_on_sigterm() -> None:
 
 def _raise_exit(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
+
+
+def interrupt_on_sigterm() -> None:
+    """From now on, the first SIGTERM raises ``KeyboardInterrupt`` in the main thread, as Ctrl-C does; a second one ends the process at once."""
+
+    def handler(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
