@@ -78,6 +78,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, cast
 
+from ..interrupts import stop_with_parent
 from ..paired import MISSED, NOT_SHOWN, joint_level, judge, round_orders, values_needed, whole_cycles
 from ..provenance import header
 from . import corpus
@@ -266,7 +267,7 @@ def measure_in_processes(
     runs = []
     spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no heap, allocator or import state carried over
     for i in range(processes):
-        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=stop_with_parent) as pool:
             worker = pool.submit(os.getpid).result()  # the pool's one process, which the measurement runs in too
             try:
                 runs.append(pool.submit(measure, list(codecs), list(families), list(ops), rounds, evict, build_order(codecs, i)).result())

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..interrupts import stop_with_parent
 from .attacks import ATTACKS, attack
 from .choices import RandomChoices
 from .harness import FINDING_KINDS, OK_KINDS, Harness, Outcome
@@ -146,6 +147,7 @@ def _input(seeds, seed: int, index: int, probe: PickleProbe) -> Tuple[str, str, 
 
 
 def _worker(target: Target, config: RunConfig, probe_dir: str, worker: int, start: int, skip, position, out_queue) -> None:
+    stop_with_parent()
     try:
         limit = config.address_space_limit
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

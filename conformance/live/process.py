@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Literal, Optional
 
 import zmq
 
+from conformance.interrupts import stop_with_parent
 from reference_codec import transport
 
 __all__ = ["HopConfig", "Hop", "POLL_MS", "SEND_TIMEOUT_MS", "new_stats", "send_counted", "receive_all"]
@@ -68,6 +69,7 @@ class Hop:
         self._cpu_at_ready: Optional[float] = None
 
     def __enter__(self) -> "Hop":
+        stop_with_parent()  # a driver killed by SIGKILL cannot set the stop flag
         self._context = zmq.Context()
         try:
             import torch

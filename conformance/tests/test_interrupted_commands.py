@@ -1,11 +1,14 @@
-"""No process outlives a command of this project stopped by SIGTERM or Ctrl-C.
+"""No process outlives a command of this project stopped by SIGTERM, Ctrl-C or SIGKILL.
 
 ``python -m conformance.benchmarks interleaved --processes N`` measures in a
 worker process; ``python -m conformance.live`` runs its scheduler and
-detokenizer as processes. The signal goes to the command's own process, as
-``kill PID`` (a CI timeout) sends it, not to its process group: its children
-get nothing from the signal itself, so the command must stop them. (SGLang's
-real front end has its own tests: ``conformance/live/tests/test_frontend_cleanup.py``.)
+detokenizer as processes; ``python -m conformance.fuzz`` its watched
+workers. The signal goes to the command's own process, as ``kill PID`` (a CI
+timeout) sends it, not to its process group: its children get nothing from
+the signal itself. On SIGTERM and Ctrl-C the command stops them; on SIGKILL
+it runs nothing, and each child ends itself once its parent is gone
+(:func:`conformance.interrupts.stop_with_parent`). (SGLang's real front end
+has its own tests: ``conformance/live/tests/test_frontend_cleanup.py``.)
 Linux only: children are read from ``/proc``.
 """
 
@@ -30,10 +33,11 @@ COMMANDS = {
     "benchmarks-interleaved": ["conformance.benchmarks", "interleaved", "--codecs", "reference-v1,pickle", "--families", "control-AbortReq",
                                "--rounds", "100000", "--processes", "2"],
     "live": ["conformance.live", "--compare", "pickle", "--requests", "100000", "--device", "cpu"],
+    "fuzz": ["conformance.fuzz", "--codec", "reference", "--frames", "100000000", "--workers", "2"],
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["SIGTERM", "SIGINT", "SIGKILL"])
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_command_stopped_by_a_signal_leaves_no_process_running(name, sig, tmp_path):
     log = tmp_path / "out.txt"  # a file, not a pipe: a process left behind would hold a pipe open

@@ -15,8 +15,11 @@ import os
 import sys
 from typing import List, Optional
 
+from conformance.interrupts import stop_with_parent
+
 
 def main(argv: Optional[List[str]] = None) -> None:
+    stop_with_parent()  # SIGTERM, SGLang's own shutdown, once the driver is gone (even killed by SIGKILL)
     from sglang.srt.entrypoints.http_server import launch_server
     from sglang.srt.plugins import load_plugins
     from sglang.srt.server_args import prepare_server_args
