@@ -575,12 +575,14 @@ def test_each_process_builds_the_codecs_in_its_own_rotation(monkeypatch):
     import concurrent.futures
 
     from conformance.benchmarks import interleaved
+    from conformance.interrupts import stop_with_parent
 
     orders = []
 
     class InThisProcess:
-        def __init__(self, max_workers, mp_context):
-            pass
+        def __init__(self, max_workers, mp_context, initializer):
+            # Each worker ends itself if this process dies without ending it (SIGKILL).
+            assert initializer is stop_with_parent
 
         def __enter__(self):
             return self
