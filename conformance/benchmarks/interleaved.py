@@ -258,7 +258,9 @@ def measure_in_processes(
     as the others when ``processes`` is a multiple of their number. One
     process measures in this one, as :func:`measure` does. Interrupted (Ctrl-C,
     or SIGTERM under :func:`conformance.interrupts.exit_on_sigterm`), it ends
-    the measuring process before it raises.
+    the measuring process before it raises; killed outright (SIGKILL), it
+    cannot, and the measuring process ends itself
+    (:func:`conformance.interrupts.stop_with_parent`).
     """
     if processes < 1:
         raise ValueError(f"processes must be at least 1, got {processes}")
