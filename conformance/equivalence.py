@@ -1036,8 +1036,13 @@ def _ndarray_layout(x: np.ndarray) -> Tuple[int, ...]:
 def _ndarray(walk: _Walk, e: np.ndarray, a: np.ndarray, path: Any) -> Optional[Difference]:
     de, da = e.dtype, a.dtype
     if _dtype_differs(de, da):
+        if de.names and not da.names:
+            return _difference(path, "ndarray dtype differs: a structured dtype came back without its fields", de, da)
         return _difference(path, "ndarray dtype differs", de, da)
     if e.shape != a.shape:
+        if e.ndim == 0 and a.shape == (1,):
+            # its own reason, so that a list line can name this one shape change and no other
+            return _difference(path, "ndarray shape differs: a scalar array came back as a one-element array", e.shape, a.shape)
         return _difference(path, "ndarray shape differs", e.shape, a.shape)
     if de.hasobject:
         if e.size:

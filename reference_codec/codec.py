@@ -23,6 +23,7 @@ from .paths import generic_body, locate, named_path, parse_msgspec_path
 from .schema import ENUM_TYPES, MESSAGE_TYPES, Int128, PickleWrapper
 from .schema_plan import Walker, walker_for
 from .splice import SPLICE_MIN_BYTES, BufferSplicer
+from .type_tree import reachable_enums
 
 __all__ = ["ReferenceCodec", "Frame", "Frames"]
 
@@ -34,6 +35,13 @@ Frames = List[Frame]
 # The map keys an untyped value may have, on both sides of the wire (see wire.py).
 _UNTYPED_KEY_TYPES = frozenset({str, int, bytes, bool, float, type(None)})
 _ENUMS_BY_NAME: Mapping[str, type] = {cls.__name__: cls for cls in ENUM_TYPES}
+
+
+def _unique_by_name(classes: Sequence[type]) -> Mapping[str, type]:
+    """``name -> class`` for the classes whose name no other of them has (ext 68 names an enum by its class name alone)."""
+    names = [cls.__name__ for cls in classes]
+    return {cls.__name__: cls for cls in classes if names.count(cls.__name__) == 1}
+
 _TYPED_BUFFERS = (torch.Tensor, np.ndarray, array)
 _IN_BAND_CODES = frozenset({wire.EXT_TORCH_TENSOR, wire.EXT_NDARRAY, wire.EXT_ARRAY})
 _OUT_OF_BAND_CODES = frozenset({wire.EXT_OOB_TORCH_TENSOR, wire.EXT_OOB_NDARRAY, wire.EXT_OOB_ARRAY})
@@ -109,7 +117,14 @@ class ReferenceCodec:
         classes, is read and written directly: the same bytes, no conversion,
         the codec's checks and buffer layouts applied to those classes' types.
         A ``PickleWrapper`` of another class set is a plain struct here: it
-        travels as is and is never unpickled by the codec.
+        travels as is and is never unpickled by the codec. An enum member in
+        an untyped position (ext 68) is one of the enums those classes'
+        fields declare (the schema's ``ENUM_TYPES`` by default) or one of
+        ``enum_types``, named by its class name; an enum whose name two of
+        them share is refused.
+    enum_types
+        With ``message_types``: more enums an untyped position may carry
+        (those of the classes' package that no field declares).
 
     pause_gc_bytes
         Decode a body of this many bytes or more with Python's cyclic garbage
@@ -141,6 +156,7 @@ class ReferenceCodec:
         map_location: MapLocation = None,
         pause_gc_bytes: Optional[int] = PAUSE_GC_BYTES,
         message_types: Optional[Sequence[type]] = None,
+        enum_types: Sequence[type] = (),
     ):
         if out_of_band_threshold is not None and (
             not isinstance(out_of_band_threshold, int) or isinstance(out_of_band_threshold, bool) or out_of_band_threshold < 0
@@ -156,6 +172,8 @@ class ReferenceCodec:
         if not types or not all(isinstance(t, type) and issubclass(t, msgspec.Struct) for t in types):
             raise TypeError(f"message_types must be a non-empty sequence of msgspec.Struct classes, got {message_types!r}")
         self._own_schema = message_types is None
+        # the enums an untyped position may carry (ext 68), by name: the schema's, or those the classes declare
+        self._enums_by_name = _ENUMS_BY_NAME if message_types is None else _unique_by_name(list(dict.fromkeys([*reachable_enums(types), *enum_types])))
         self.out_of_band_threshold = out_of_band_threshold
         self.out_of_band = out_of_band_threshold is not None
         self.allow_pickle = allow_pickle
@@ -428,7 +446,7 @@ class ReferenceCodec:
         if t is torch.Size:
             return msgspec.msgpack.Ext(wire.EXT_TORCH_SIZE, msgspec.msgpack.encode(list(cast(torch.Size, value))))
         if isinstance(value, enum.Enum):
-            if _ENUMS_BY_NAME.get(t.__name__) is not t:
+            if self._enums_by_name.get(t.__name__) is not t:
                 raise EncodeError(f"enum {t.__qualname__} is not an enum of the schema", format_path(path))
             return msgspec.msgpack.Ext(wire.EXT_ENUM, msgspec.msgpack.encode([t.__name__, value.value]))
         if isinstance(value, np.generic):
@@ -634,7 +652,7 @@ class ReferenceCodec:
             payload = msgspec.msgpack.decode(data)
             if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not str:
                 raise ValueError("enum payload is not [name, value]")
-            cls = _ENUMS_BY_NAME.get(payload[0])
+            cls = self._enums_by_name.get(payload[0])
             if cls is None:
                 raise ValueError(f"{payload[0]!r:.60} is not an enum of the schema")
             return cls(payload[1])

@@ -76,6 +76,7 @@ __all__ = [
     "unwrap",
     "is_untyped",
     "element_type",
+    "reachable_enums",
     "is_set",
     "children",
     "walk",
@@ -252,4 +253,15 @@ def reachable_structs(roots: Iterable[type], *, follow: Optional[Follow] = None)
         found.append(cls)
         for field in struct_info(cls).fields:
             queue.extend(s.cls for s in structs_under(field.type, follow=follow))
+    return found
+
+
+def reachable_enums(roots: Iterable[type]) -> List[type]:
+    """Every ``enum.Enum`` class a field of ``roots`` (struct classes) or of a struct they reach is declared with, each once, in the order found."""
+    found: List[type] = []
+    for cls in reachable_structs(roots):
+        for field in struct_info(cls).fields:
+            for _, node in walk(field.type, into_structs=False):
+                if isinstance(node, mi.EnumType) and node.cls not in found:
+                    found.append(node.cls)
     return found

@@ -107,7 +107,9 @@ in untyped positions only, as::
     code 67  big integer     payload: signed two's-complement big-endian,
                              the minimal number of bytes, 1 to 16 (128 bits)
     code 68  enum member     payload: msgpack [enum class name, value]; only
-                             the enums of the schema (``ENUM_TYPES``)
+                             the enums of the schema (``ENUM_TYPES``), or, for
+                             a codec over another class set, the enums its
+                             classes' fields declare
 
 A map key in an untyped position decodes to a str, int, float, bool, None or
 bytes; a decoder refuses any other key (an array, which msgpack decoders turn

@@ -358,6 +358,10 @@ class FieldContext:
         """The type-driven strategy for this field (honouring the batch size)."""
         return self._builder.field_strategy(self._plan, self.depth, self.batch_size)
 
+    def untyped(self) -> st.SearchStrategy:
+        """This message's strategy for untyped (``Any``/``object``) values (the ``untyped`` option: its enums among the leaves)."""
+        return self._builder.untyped
+
     def strategy_for(self, t: mi.Type) -> st.SearchStrategy:
         """The type-driven strategy for an inspected type nested one level below this field."""
         return self._builder.type_strategy(t, self.depth + 1)

@@ -557,7 +557,7 @@ _EXTRA_KEYS = texts(max_size=8)
 
 
 @named_composite("model_specific_data")
-def _model_specific_data(draw, modality: Optional[str] = None) -> dict:
+def _model_specific_data(draw, modality: Optional[str] = None, untyped: st.SearchStrategy = _UNTYPED) -> dict:
     out = {}
     if modality in (None, "IMAGE") and draw(_BOOLS):
         out["image_grid_thw"] = draw(_INT64_TENSORS_3)
@@ -575,7 +575,7 @@ def _model_specific_data(draw, modality: Optional[str] = None) -> dict:
     if draw(_BOOLS):
         out["image_emb_mask"] = draw(_MASKS)
     if _rare(draw):
-        out[draw(_EXTRA_KEYS)] = draw(_UNTYPED)
+        out[draw(_EXTRA_KEYS)] = draw(untyped)
     return out
 
 
@@ -620,7 +620,8 @@ def _embeddings_object_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]
 def _model_specific_factory(ctx: FieldContext) -> Optional[st.SearchStrategy]:
     if _sig(ctx) not in ("D[str,object]", "D[str,any]"):
         return None
-    return ctx.mostly(_cached_model_specific_data(modality=_modality_name(ctx)))
+    # the message's own untyped values: another class set's enums (an installed SGLang's) where it has them
+    return ctx.mostly(_cached_model_specific_data(modality=_modality_name(ctx), untyped=ctx.untyped()))
 
 
 @named_composite("offset_spans")
