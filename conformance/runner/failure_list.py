@@ -43,6 +43,46 @@ What a line does:
   reason) no longer matches its old line, so the old reason is never kept
   for it.
 
+Lines for some releases only
+============================
+
+An engine keeps one list in its own tree and runs it against whatever
+release is installed (a development build included). The list says which
+release it was recorded at, in a line of its own that
+``--update-failure-list`` writes::
+
+    recorded-at sglang 0.5.23
+
+and a line may say which releases of the engine it holds for, before
+everything else (a PEP 440 specifier set, pre- and development releases
+included)::
+
+    releases(>=0.5.19)  *  *  raises  ValueError  : too many values to unpack (expected N)  # ...
+    releases(<0.5.19,!=0.5.16)  sometimes  test_x  *  bytes-differ  *  # ...
+
+* A line whose releases exclude the installed one is not applied here: a
+  finding it names fails the run as a new one.
+* At the recorded release (or with no ``recorded-at`` line, or an engine
+  without a release here) every applied line is strict as above.
+* At another release an applied line that no test met is reported as not met
+  there (fixed in that release, or not present in it) and does not fail the
+  run: what fails is a finding the list does not name, a real difference of
+  that release's codec.
+* ``--update-failure-list`` at the recorded release rewrites the list as
+  above. At another release it adds to the list without losing what holds
+  elsewhere: a line not met there gets ``!=RELEASE`` added to its releases, a
+  new finding's line is ``releases(==RELEASE)``, and ``recorded-at`` stays.
+
+Narrow lines
+============
+
+``--update-failure-list`` writes the narrowest line that covers what the
+examples showed: the properties, message types and path shapes met (as
+``|`` alternatives, up to a few of each; ``*`` beyond). The summary warns
+about a line whose CASE or WHERE is ``*`` while the run met it in only a few
+message types or paths, and names the narrower pattern: such a line would
+also hide the same kind of finding anywhere else.
+
 The older form, a test id with an optional message prefix
 (``test_x.py::test_y[param] | prefix  # reason``), still reads: such a line
 lists one test as a whole, and a listed test that passes fails the run.
@@ -62,7 +102,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pytest
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
+from ..engines import EngineSelectionError, engine_from_environment, installed_version
 from ..findings import KINDS, Finding, Pattern, finding_of
 from .selection import display_path, property_and_case, run_selector, short_id
 
@@ -80,8 +123,26 @@ _LEGACY = re.compile(r"^(?P<id>\S+::\S+)(?:\s+\|\s*(?P<prefix>[^#]*?))?\s*(?:#\s
 _FINDING = re.compile(r"^(?P<property>\S+)\s+(?P<case>\S+)\s+(?P<kind>\S+)\s+(?P<where>\S+)(?:\s+:\s+(?P<detail>[^#]*?))?\s*(?:#\s*(?P<reason>.*))?$")
 _LINK = re.compile(r"\s*\(?(?P<link>https?://\S+?)\)?\s*$")
 _TODO = "TODO: say why this is expected"
+_RECORDED = re.compile(r"^recorded-at\s+(?P<package>\S+)\s+(?P<version>\S+)\s*(?:#.*)?$")
+_RELEASES = re.compile(r"^releases\((?P<spec>[^()\s]*)\)$")
 #: Alternatives written into one pattern by ``--update-failure-list`` before it writes ``*``.
 _MAX_ALTERNATIVES = {"property": 3, "case": 4, "where": 3}
+
+
+def _states_its_finding(line: "FindingLine") -> bool:
+    """Whether the line's DETAIL says which bug, not only which kind of difference.
+
+    For ``differs`` every alternative must explain itself past the difference's
+    class (``type differs: list instead of tuple``, not ``ndarray shape
+    differs``); for an exception, every alternative must quote its message
+    (a dozen literal characters or more).
+    """
+    if line.detail is None:
+        return False
+    alternatives = [alt.replace("*", "") for alt in line.detail.text.split("|")]
+    if line.kind.text == "differs":
+        return all(": " in alt for alt in alternatives)
+    return not line.kind.is_wildcard and all(len(alt.strip()) >= 12 for alt in alternatives)
 
 
 @dataclass(frozen=True)
@@ -110,6 +171,17 @@ class FindingLine:
     sometimes: bool = False
     #: The line as written (reason and spacing included), which --update-failure-list keeps.
     source: str = ""
+    #: The engine releases the line holds for (``releases(SPEC)``); None: every release.
+    releases: Optional[SpecifierSet] = None
+
+    def holds_at(self, release: Optional[str]) -> bool:
+        """Whether the line applies where ``release`` of the engine is installed (every line does where no release is known)."""
+        if self.releases is None or release is None:
+            return True
+        try:
+            return self.releases.contains(Version(release), prereleases=True)
+        except InvalidVersion:
+            return True
 
     def matches(self, prop: str, case: str, finding: Finding) -> bool:
         return (
@@ -135,6 +207,8 @@ class FailureList:
     path: str
     findings: List[FindingLine] = field(default_factory=list)
     by_test: Dict[str, FailureEntry] = field(default_factory=dict)
+    #: ``(package, version)`` of the ``recorded-at`` line, or None.
+    recorded: Optional[Tuple[str, str]] = None
 
     def match(self, prop: str, case: str, finding: Finding) -> Optional[FindingLine]:
         """The first line that names this finding of ``prop[case]``, or None."""
@@ -153,6 +227,14 @@ def parse_failure_list(path: str) -> FailureList:
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
+            recorded = _RECORDED.match(line)
+            if recorded:
+                if parsed.recorded is not None:
+                    raise ValueError(f"{path}:{number}: a second recorded-at line")
+                parsed.recorded = (recorded.group("package"), recorded.group("version"))
+                continue
+            if line.startswith("recorded-at"):
+                raise ValueError(f"{path}:{number}: expected 'recorded-at PACKAGE VERSION'")
             first = line.split(None, 1)[0]
             if "::" in first:
                 m = _LEGACY.match(line)
@@ -173,9 +255,27 @@ def parse_failure_list(path: str) -> FailureList:
 
 
 def _finding_line(path: str, number: int, source: str) -> FindingLine:
-    parts = source.split(None, 1)
-    sometimes = parts[0] == "sometimes"
-    line = (parts[1] if len(parts) > 1 else "") if sometimes else source
+    line = source
+    releases: Optional[SpecifierSet] = None
+    releases_text = ""
+    sometimes = False
+    while True:  # the prefixes, in any order: releases(SPEC), sometimes
+        parts = line.split(None, 1)
+        head = parts[0] if parts else ""
+        if head.startswith("releases") and releases is None:
+            spec = _RELEASES.match(head)
+            releases_text = spec.group("spec") if spec else ""
+            try:
+                releases = SpecifierSet(releases_text)
+            except InvalidSpecifier:
+                spec = None
+            if spec is None or not releases_text:
+                raise ValueError(f"{path}:{number}: {head!r}: expected releases(SPEC), SPEC a PEP 440 specifier set such as releases(>=0.5.19,<0.5.23)")
+        elif head == "sometimes" and not sometimes:
+            sometimes = True
+        else:
+            break
+        line = parts[1] if len(parts) > 1 else ""
     m = _FINDING.match(line)
     if not m:
         raise ValueError(f"{path}:{number}: expected 'PROPERTY CASE KIND WHERE [: DETAIL]  # reason' (see conformance/runner/failure_list.py)")
@@ -201,9 +301,10 @@ def _finding_line(path: str, number: int, source: str) -> FindingLine:
             reason,
             link,
             number,
-            ("sometimes " if sometimes else "") + " ".join(text.split()),
+            (f"releases({releases_text}) " if releases is not None else "") + ("sometimes " if sometimes else "") + " ".join(text.split()),
             sometimes,
             source,
+            releases,
         )
     except ValueError as exc:
         raise ValueError(f"{path}:{number}: {exc}") from None
@@ -223,6 +324,8 @@ def _decode_error(item) -> Any:
 
 
 _HITS = pytest.StashKey[Dict[int, int]]()
+#: Per line matched in a test: the WHERE values of the findings it matched.
+_MET = pytest.StashKey[Dict[int, Set[str]]]()
 #: Under --update-failure-list: findings no line names, met by a test's examples (each once).
 _FOUND = pytest.StashKey[List[Finding]]()
 _USER_KEY = "conformance-findings"
@@ -234,19 +337,44 @@ class _NewFinding:
 
     finding: Finding
     tests: List[str] = field(default_factory=list)
+    #: The WHERE of each finding grouped here (path shapes, for values that differ).
+    wheres: Set[str] = field(default_factory=set)
+
+    def add(self, nodeid: str, finding: Finding) -> None:
+        self.tests.append(nodeid)
+        self.wheres.add(finding.where)
+
+
+def _installed_release() -> Tuple[Optional[str], Optional[str]]:
+    """``(package, release)`` of the engine under test as installed here; ``(None, None)`` for an engine without a package or one not loadable."""
+    try:
+        engine = engine_from_environment()
+    except EngineSelectionError:
+        return None, None
+    return engine.package, installed_version(engine.package)
 
 
 class FailureListPlugin:
-    def __init__(self, path: str, update: bool):
+    def __init__(self, path: str, update: bool, release: Optional[Tuple[Optional[str], Optional[str]]] = None):
         self.path = path
         self.update = update
         self.list = parse_failure_list(path) if os.path.exists(path) else FailureList(path)
+        self.package, self.release = release if release is not None else _installed_release()
+        self.all_lines = list(self.list.findings)
+        #: Lines whose releases exclude the installed one: kept in the file, not applied here.
+        self.elsewhere = [line for line in self.list.findings if not line.holds_at(self.release)]
+        self.list.findings = [line for line in self.list.findings if line.holds_at(self.release)]
+        recorded = self.list.recorded
+        #: Whether unmet lines are judged here: at the release the list was recorded at, or with no release on either side.
+        self.judged_here = recorded is None or self.release is None or recorded[1] == self.release
         self.entries = self.list.by_test
         # Gathered where results arrive (the xdist controller, or the only process).
         self.seen: Dict[str, str] = {}
         self.current_failures: Dict[str, str] = {}
         self.line_tests: Dict[int, Set[str]] = defaultdict(set)
         self.line_examples: Counter = Counter()
+        #: Per line, the (property, case, where) its examples showed: how far its patterns had to reach.
+        self.line_met: Dict[int, Set[Tuple[str, str, str]]] = defaultdict(set)
         self.ran: Set[Tuple[str, str]] = set()
         self.new: Dict[str, _NewFinding] = {}
         #: Findings of tests listed by older-form lines: what --update-failure-list converts them to.
@@ -265,6 +393,7 @@ class FailureListPlugin:
             return (yield)
         inner = handle.inner_test
         hits = item.stash.setdefault(_HITS, {})
+        met = item.stash.setdefault(_MET, {})
         found = item.stash.setdefault(_FOUND, [])
         update = self.update
         prop, case = property_and_case(item.nodeid)
@@ -283,6 +412,7 @@ class FailureListPlugin:
                 line = listed.match(prop, case, finding)
                 if line is not None:
                     hits[line.line] = hits.get(line.line, 0) + 1
+                    met.setdefault(line.line, set()).add(finding.where)
                     return None  # counted against its line; Hypothesis draws on
                 if not update:
                     raise
@@ -307,6 +437,7 @@ class FailureListPlugin:
             return report
         prop, case = property_and_case(item.nodeid)
         hits = item.stash.get(_HITS, {})
+        met = item.stash.setdefault(_MET, {})
         found = list(item.stash.get(_FOUND, []))
         finding: Optional[Finding] = None
         if report.when == "call" and report.failed and call.excinfo is not None:
@@ -314,6 +445,7 @@ class FailureListPlugin:
             line = self.list.match(prop, case, finding)
             if line is not None:  # a test that is not a Hypothesis test fails once, with a listed finding
                 hits[line.line] = hits.get(line.line, 0) + 1
+                met.setdefault(line.line, set()).add(finding.where)
                 finding = None
                 report.outcome = "skipped"
             elif self.update:  # a test that is not a Hypothesis test: its one finding goes into the list too
@@ -333,6 +465,7 @@ class FailureListPlugin:
                 _USER_KEY,
                 {
                     "hits": dict(hits),
+                    "met": {str(n): sorted(wheres) for n, wheres in met.items()},
                     "finding": None if finding is None else [finding.kind, finding.where, finding.detail],
                     "added": [[f.kind, f.where, f.detail] for f in found],
                 },
@@ -384,13 +517,15 @@ class FailureListPlugin:
             for number, examples in value["hits"].items():
                 self.line_tests[int(number)].add(report.nodeid)
                 self.line_examples[int(number)] += examples
+            for number, wheres in value.get("met", {}).items():
+                self.line_met[int(number)].update((prop, case, where) for where in wheres)
             if value["finding"] is not None:
                 finding = Finding(*value["finding"])
                 target = self.new if report.failed else self.converted
-                target.setdefault(_group_key(finding), _NewFinding(finding)).tests.append(report.nodeid)
+                target.setdefault(_group_key(finding), _NewFinding(finding)).add(report.nodeid, finding)
             for parts in value.get("added", ()):
                 finding = Finding(*parts)
-                self.new.setdefault(_group_key(finding), _NewFinding(finding)).tests.append(report.nodeid)
+                self.new.setdefault(_group_key(finding), _NewFinding(finding)).add(report.nodeid, finding)
         if getattr(report, "wasxfail", "").startswith("listed in"):
             self.legacy_listed.add(test_id)
         if report.failed:
@@ -408,12 +543,33 @@ class FailureListPlugin:
         if self.update:
             self._rewrite()
             return
-        if (not self.partial and self.unmatched_lines()) or (not self.legacy_partial and self.stale_entries()):
+        if (not self.partial and self.judged_here and self.unmatched_lines()) or (not self.legacy_partial and self.stale_entries()):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def unmatched_lines(self) -> List[FindingLine]:
-        """Lines no test met in this run (``sometimes`` lines aside: they are not judged)."""
+        """Lines applied here that no test met in this run (``sometimes`` lines aside: they are not judged)."""
         return [line for line in self.list.findings if not self.line_tests.get(line.line) and not line.sometimes]
+
+    def broad_lines(self) -> List[Dict[str, Any]]:
+        """Lines whose CASE or WHERE is ``*`` while this run met them in only a few values: what each could be narrowed to.
+
+        A line whose DETAIL states its finding (:func:`_states_its_finding`) is
+        not one: it names one bug wherever it shows, which is what a wide CASE
+        and WHERE are for.
+        """
+        out = []
+        for line in self.list.findings:
+            met = self.line_met.get(line.line)
+            if not met or _states_its_finding(line):
+                continue
+            narrower = {}
+            for part, index in (("case", 1), ("where", 2)):
+                values = sorted({m[index] or "-" for m in met})
+                if getattr(line, part).is_wildcard and len(values) <= _MAX_ALTERNATIVES[part]:
+                    narrower[part] = _alternatives(values, _MAX_ALTERNATIVES[part])
+            if narrower:
+                out.append({"line": line.line, "finding": line.text, "narrower": narrower})
+        return out
 
     def stale_entries(self) -> List[FailureEntry]:
         return [e for tid, e in self.entries.items() if tid not in self.seen]
@@ -427,7 +583,7 @@ class FailureListPlugin:
 
     def summary(self) -> Dict[str, Any]:
         """What the list did in this run, for the terminal summary and the JSON report."""
-        known, fixed, stale, unmet = [], [], [], []
+        known, fixed, stale, unmet, not_here = [], [], [], [], []
         for line in self.list.findings:
             tests = self.line_tests.get(line.line, set())
             entry = {"line": line.line, "finding": line.text, "reason": line.reason, "link": line.link}
@@ -437,6 +593,8 @@ class FailureListPlugin:
                 known.append(
                     {**entry, "tests": len(tests), "examples": self.line_examples[line.line], "e.g.": short_id(min(tests)), "test_ids": sorted(map(short_id, tests))}
                 )
+            elif not self.judged_here:
+                not_here.append(entry)
             elif any(line.names(p, c) for p, c in self.ran):
                 fixed.append(entry)
             else:
@@ -453,6 +611,11 @@ class FailureListPlugin:
             "stale": ([] if self.partial else stale)
             + [{"line": e.line, "finding": e.test_id, "reason": e.reason, "no_longer_exists": True} for e in ([] if self.legacy_partial else self.stale_entries())],
             "sometimes_not_met": unmet,
+            "not_met_at_this_release": [] if self.partial else not_here,
+            "not_for_this_release": [{"line": line.line, "finding": line.text} for line in self.elsewhere],
+            "recorded_at": list(self.list.recorded) if self.list.recorded else None,
+            "release": [self.package, self.release] if self.package else None,
+            "broad": self.broad_lines(),
             "partial_run": self.partial,
             "written": self.wrote,
         }
@@ -483,6 +646,21 @@ class FailureListPlugin:
             write(f"{len(data['stale'])} stale line(s): no test they name ran; tests that no longer exist? (they fail the run)", red=True)
             for f in data["stale"]:
                 write(f"  {name}:{f['line']}: {f['finding']}  # {f['reason'] or ''}", red=True)
+        if data["not_met_at_this_release"]:
+            recorded = " ".join(data["recorded_at"] or ())
+            write(
+                f"{len(data['not_met_at_this_release'])} line(s) not met at {self.package} {self.release} (fixed in it, or not present in it); "
+                f"not judged here: {name} was recorded at {recorded}"
+            )
+            for f in data["not_met_at_this_release"]:
+                write(f"  {name}:{f['line']}: {f['finding']}")
+        if data["not_for_this_release"]:
+            write(f"{len(data['not_for_this_release'])} line(s) hold for other releases than {self.package} {self.release}: not applied")
+        if data["broad"]:
+            write(f"{len(data['broad'])} line(s) reach much further than what met them: they would hide the same kind of finding elsewhere", yellow=True)
+            for b in data["broad"]:
+                narrower = ", ".join(f"{part} {pattern}" for part, pattern in b["narrower"].items())
+                write(f"  {name}:{b['line']}: {b['finding']}  -> met only at {narrower}", yellow=True)
         if data["sometimes_not_met"]:
             write(f"{len(data['sometimes_not_met'])} line(s) marked 'sometimes' not met in this run (not judged):")
             for f in data["sometimes_not_met"]:
@@ -498,18 +676,35 @@ class FailureListPlugin:
 
     def _rewrite(self) -> None:
         legacy_reason = {e.test_id: e.reason for e in self.entries.values()}
-        kept = [line for line in self.list.findings if self.line_tests.get(line.line) or self.partial or line.sometimes]
-        removed = [line for line in self.list.findings if line not in kept]
-        groups = {key: _NewFinding(n.finding, list(n.tests)) for key, n in self.converted.items()}
+        # Updating at a release other than the recorded one adds to the list without losing what holds elsewhere.
+        foreign = not self.judged_here and self.release is not None
+        applied = {id(line) for line in self.list.findings}
+        out: List[str] = []
+        removed = narrowed = 0
+        for line in self.all_lines:
+            if id(line) not in applied or self.line_tests.get(line.line) or self.partial or line.sometimes:
+                out.append(line.source)
+            elif foreign:
+                out.append(_with_releases(line, f"!={self.release}"))
+                narrowed += 1
+            else:
+                removed += 1
+        groups = {key: _NewFinding(n.finding, list(n.tests), set(n.wheres)) for key, n in self.converted.items()}
         for key, n in self.new.items():
-            groups.setdefault(key, _NewFinding(n.finding)).tests.extend(n.tests)
-        added = [_new_line(n, legacy_reason) for n in groups.values()]
-        added.sort()
+            group = groups.setdefault(key, _NewFinding(n.finding))
+            group.tests.extend(n.tests)
+            group.wheres.update(n.wheres)
+        added = sorted(_new_line(n, legacy_reason) for n in groups.values())
+        if foreign:
+            added = [f"releases(=={self.release})  {line}" for line in added]
+        recorded = self.list.recorded if foreign else ((self.package, self.release) if self.package and self.release else self.list.recorded)
         lines = [
             "# Known findings, maintained with `python -m conformance ... --failure-list THIS --update-failure-list`.",
-            "# PROPERTY  CASE  KIND  WHERE  [: DETAIL]  # reason  (format: conformance/runner/failure_list.py)",
+            "# [releases(SPEC)] [sometimes] PROPERTY  CASE  KIND  WHERE  [: DETAIL]  # reason  (format: conformance/runner/failure_list.py)",
         ]
-        lines += [line.source for line in kept]
+        if recorded:
+            lines.append(f"recorded-at {recorded[0]} {recorded[1]}")
+        lines += out
         lines += added
         os.makedirs(os.path.dirname(os.path.abspath(self.path)) or ".", exist_ok=True)
         with open(self.path, "w", encoding="utf-8") as fh:
@@ -517,12 +712,23 @@ class FailureListPlugin:
         converted = len(self.entries)
         todo = sum(1 for line in added if line.endswith(_TODO))
         self.wrote = (
-            f"failure list {self.path}: wrote {len(kept) + len(added)} line(s): {len(added)} added"
+            f"failure list {self.path}: wrote {len(out) + len(added)} line(s): {len(added)} added"
+            + (f" (for {self.package} {self.release} only)" if foreign and added else "")
             + (f" ({todo} marked TODO: give each a reason)" if todo else "")
-            + f", {len(removed)} removed, {len(kept)} kept"
+            + f", {removed} removed, {len(out)} kept"
+            + (f" ({narrowed} of them not met at {self.package} {self.release}: now excluding it)" if narrowed else "")
             + (f"; {converted} test-id line(s) of the older form replaced" if converted else "")
             + ("; a partial run: no line was removed" if self.partial else "")
         )
+
+
+def _with_releases(line: FindingLine, clause: str) -> str:
+    """``line`` as written, with ``clause`` (``!=0.5.22``) added to its releases (or as its releases)."""
+    parts = line.source.split()
+    head = next((p for p in parts if _RELEASES.match(p)), None)
+    if head is None:
+        return f"releases({clause})  {line.source}"
+    return line.source.replace(head, f"{head[:-1]},{clause})", 1)
 
 
 def _group_key(finding: Finding) -> str:
@@ -551,7 +757,8 @@ def _new_line(new: _NewFinding, legacy_reason: Dict[str, Optional[str]]) -> str:
     case = _alternatives([c for _, c in cases], _MAX_ALTERNATIVES["case"])
     finding = new.finding
     if finding.kind == "differs":
-        where = "*"
+        # The path shapes the examples showed: the narrowest WHERE that covers them (``*`` past a few).
+        where = _alternatives(sorted(new.wheres), _MAX_ALTERNATIVES["where"]) if new.wheres and "" not in new.wheres else "*"
         detail = " : " + finding.detail.replace("|", "*").replace("#", "") if finding.detail else ""
     else:
         where, detail = _literal(finding.where) if finding.where else "*", ""
@@ -564,7 +771,7 @@ def render_lines(findings: Sequence[Tuple[str, str, Finding]]) -> List[str]:
     """The lines ``--update-failure-list`` would add for ``(property, case, finding)`` triples (for tools and tests)."""
     groups: Dict[str, _NewFinding] = {}
     for prop, case, finding in findings:
-        groups.setdefault(_group_key(finding), _NewFinding(finding)).tests.append(f"x.py::{prop}" + ("" if case == "-" else f"[{case}]"))
+        groups.setdefault(_group_key(finding), _NewFinding(finding)).add(f"x.py::{prop}" + ("" if case == "-" else f"[{case}]"), finding)
     return sorted(_new_line(n, {}) for n in groups.values())
 
 
