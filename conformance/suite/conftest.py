@@ -31,6 +31,16 @@ def suite_profile_name(base: str) -> str:
     return f"{base}-suite"
 
 
+def pytest_addoption(parser):
+    group = parser.getgroup("conformance")
+    group.addoption(
+        "--against-release",
+        default=None,
+        help="the release (a version the engine has a snapshot of, or a snapshot file) whose wire the installed engine is compared with; "
+        "default: the newest snapshot of an older release; 'none': no comparison (test_release_wire.py)",
+    )
+
+
 def pytest_configure(config):
     # complex32 is a fixed-layout dtype the wire must carry; torch warns on every
     # allocation of it, which says nothing about the codec under test.
