@@ -6,6 +6,7 @@ Usage::
     python -m conformance.releases envs --engine NAME --versions A,B --check
     python -m conformance.releases envs --engine NAME --check --modules PKG.MOD,PKG.OTHER
     python -m conformance.releases history --engine sglang --engine vllm   # snapshots, diffs, live checks, report
+    python -m conformance.releases matrix --engine sglang                  # the gate in every release: docs/findings/gate-sglang.md
 
 ``envs`` builds each release's environment (once; see
 :mod:`conformance.releases.environments` for the cache and the layout) and
@@ -33,9 +34,9 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional, Sequence
 
-from conformance.engines import ENGINES, Engine, FamilyNotInRelease, Release, family_absent, find_engine
+from conformance.engines import ENGINES, Engine, FamilyNotInRelease, family_absent, find_engine
 
-from .environments import ReleaseEnvironmentError, environment, environment_path, run_in_environment
+from .environments import ReleaseEnvironmentError, environment, environment_path, run_in_environment, select_releases
 
 PROBE_PREFIX = "PROBE "
 CHECK_TIMEOUT = 900.0
@@ -43,18 +44,6 @@ CHECK_TIMEOUT = 900.0
 
 #: The engine ``--engine`` names, imported but not set up (its package lives in each release's environment).
 engine_without_setup = find_engine
-
-
-def select_releases(engine: Engine, versions: Optional[str]) -> List[Release]:
-    """The engine's releases named in ``versions`` (comma-separated), all of them when ``None``."""
-    if not versions:
-        return list(engine.releases)
-    by_version = {r.version: r for r in engine.releases}
-    wanted = [v.strip() for v in versions.split(",") if v.strip()]
-    unknown = [v for v in wanted if v not in by_version]
-    if unknown:
-        raise SystemExit(f"{engine.name} lists no release {', '.join(unknown)} (it lists {', '.join(by_version) or 'none'})")
-    return [by_version[v] for v in wanted]
 
 
 # --- inside an environment ----------------------------------------------------------------------
@@ -184,6 +173,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .history import main as history
 
         return history(argv[1:])
+    if argv[:1] == ["matrix"]:
+        from .matrix import main as matrix
+
+        return matrix(argv[1:])
     args = _parser().parse_args(argv)
     return _envs(args) if args.command == "envs" else _probe(args)
 

@@ -121,6 +121,7 @@ __all__ = [
     "project_links",
     "python_in",
     "run_in_environment",
+    "select_releases",
     "with_pins",
 ]
 
@@ -620,3 +621,15 @@ def run_in_environment(python: str, argv: Sequence[str], *, timeout: float = 600
     if done.returncode not in ok_codes:
         raise ReleaseEnvironmentError(name, STEP_RUN, f"{what}: exit status {done.returncode}", done.output)
     return done.output
+
+
+def select_releases(engine: Engine, versions: Optional[str]) -> List[Release]:
+    """The engine's releases named in ``versions`` (comma-separated), all of them when ``None``."""
+    if not versions:
+        return list(engine.releases)
+    by_version = {r.version: r for r in engine.releases}
+    wanted = [v.strip() for v in versions.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in by_version]
+    if unknown:
+        raise SystemExit(f"{engine.name} lists no release {', '.join(unknown)} (it lists {', '.join(by_version) or 'none'})")
+    return [by_version[v] for v in wanted]
