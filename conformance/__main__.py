@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--engine",
-        help=f"whose IPC messages: {', '.join(sorted(ENGINES))} or MODULE:ATTR naming an Engine (default: ${ENGINE_ENV}, else {DEFAULT_ENGINE})",
+        help=f"whose IPC messages: {', '.join(sorted(ENGINES))} or MODULE:ATTR naming an Engine (default: ${ENGINE_ENV}; else the engine "
+        f"a --codec is named after, the installed engine's own codec on its own classes; else {DEFAULT_ENGINE})",
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--codec", help=f"a built-in codec of the engine ({_builtin_codecs()}) or MODULE:ATTR")
@@ -77,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
         help="seed every property from its test id and this number (default 0 under the ci profile; see conformance/runner/seeding.py)",
     )
     parser.add_argument("--report", help="write a JSON report to this path")
+    parser.add_argument(
+        "--against-release",
+        metavar="VERSION|SNAPSHOT|none",
+        help="compare the installed engine's wire with this release's snapshot (default: the newest snapshot of an older release; none: no comparison)",
+    )
     parser.add_argument(
         "--profile",
         choices=["ci", "dev", "nightly"],
@@ -130,6 +136,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         options += ["--update-failure-list"]
     if args.report:
         options += ["--report", os.path.abspath(args.report)]
+    if args.against_release:
+        against = args.against_release
+        options += ["--against-release", os.path.abspath(against) if against.endswith(".json") else against]
     has_path = any(not a.startswith("-") and (os.path.exists(a.split("::")[0])) for a in pytest_args)
     interrupt_on_sigterm()  # a CI timeout: the summary, report and closing line still come
     return int(pytest.main(options + pytest_args + ([] if has_path else [SUITE_DIR])))

@@ -75,6 +75,7 @@ from typing import Any, Dict, Optional, Tuple, Type, Union
 import msgspec
 
 from .engines import Engine, EngineSelectionError, engine_from_environment
+from .engines.profile import CODEC_ENV
 from .findings import mark_side
 
 __all__ = [
@@ -88,7 +89,6 @@ __all__ = [
     "CodecSelectionError",
 ]
 
-CODEC_ENV = "IPC_CONFORMANCE_CODEC"
 TESTEE_ENV = "IPC_CONFORMANCE_TESTEE"
 
 

@@ -8,7 +8,8 @@ codecs, its pickle baseline, its wire reference and its golden vectors.
 Select one with ``python -m conformance --engine NAME`` (or
 ``$IPC_CONFORMANCE_ENGINE``); :mod:`.default` names the default. ``NAME`` is a
 key of :data:`~conformance.engines.profile.ENGINES`, which holds every
-subpackage of this package (``sglang/``, ``vllm/``: profile, adapter codec,
+subpackage of this package (``reference/``: the reference schema, the
+default; ``sglang/``, ``vllm/``: the installed engine's own classes and codec,
 strategies, failure lists, findings), or ``MODULE:ATTR`` naming an ``Engine``
 object, so a third engine (an in-house gateway's schema) is one module outside
 this package, or a new subpackage here: no list to edit.
@@ -23,10 +24,13 @@ from .profile import (
     FamilyNotInRelease,
     MessageFamily,
     Release,
+    VectorValueUnavailable,
     engine_from_environment,
     engine_spec_from_environment,
     family_absent,
+    family_roots,
     find_engine,
+    installed_version,
     load_engine,
 )
 
@@ -39,7 +43,10 @@ __all__ = [
     "DEFAULT_ENGINE",
     "EngineSelectionError",
     "FamilyNotInRelease",
+    "VectorValueUnavailable",
     "family_absent",
+    "family_roots",
+    "installed_version",
     "load_engine",
     "find_engine",
     "engine_from_environment",

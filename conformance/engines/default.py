@@ -1,9 +1,11 @@
 """The engine a run tests when none is named: the one place the suite chooses an engine.
 
-SGLang is the default because the reference codec speaks its wire: the
-reference schema (``reference_codec.schema``) mirrors SGLang's messages, so
-``python -m conformance --codec reference`` checks the reference codec
-against the engine it was written for.
+The reference schema is the default because the reference codec, the golden
+vectors and the testee protocol speak it: ``python -m conformance --codec
+reference`` checks the reference codec against the wire it defines. A codec
+named like a built-in engine (``--codec sglang``, ``--codec vllm``) selects
+that engine when none is named
+(:func:`conformance.engines.profile.engine_spec_from_environment`).
 """
 
-DEFAULT_ENGINE = "sglang"
+DEFAULT_ENGINE = "reference"

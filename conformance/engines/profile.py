@@ -6,14 +6,16 @@ import functools
 import importlib
 import os
 import pkgutil
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .default import DEFAULT_ENGINE
 
 __all__ = [
     "Engine",
     "MessageFamily",
+    "VectorValueUnavailable",
     "Release",
     "ValueVectors",
     "ENGINES",
@@ -22,6 +24,8 @@ __all__ = [
     "EngineSelectionError",
     "FamilyNotInRelease",
     "family_absent",
+    "family_roots",
+    "installed_version",
     "load_engine",
     "find_engine",
     "engine_from_environment",
@@ -29,6 +33,8 @@ __all__ = [
 ]
 
 ENGINE_ENV = "IPC_CONFORMANCE_ENGINE"
+#: The codec under test (read here only to infer the engine; :mod:`conformance.plugin` loads it).
+CODEC_ENV = "IPC_CONFORMANCE_CODEC"
 
 
 def _builtin_engines() -> Dict[str, str]:
@@ -59,6 +65,47 @@ def family_absent(exc: BaseException, package: Optional[str]) -> bool:
     return bool(isinstance(exc, ModuleNotFoundError) and package and missing and (missing == package or missing.startswith(package + ".")))
 
 
+def installed_version(package: Optional[str]) -> Optional[str]:
+    """The version of ``package`` this process runs, or None (not installed, or no package named).
+
+    The imported package's own ``__version__`` when it is imported already (a
+    development build on ``PYTHONPATH`` says its own, where the distribution
+    installed beside it would say another), else the installed distribution's.
+    """
+    if not package:
+        return None
+    imported = getattr(sys.modules.get(package), "__version__", None)
+    if isinstance(imported, str) and imported:
+        return imported
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def family_roots(
+    families: Sequence["MessageFamily"], package: Optional[str], owner: str
+) -> Tuple[Dict[str, Mapping[str, type]], Dict[str, str]]:
+    """``(roots, absent)``: each family's roots that the installed release of ``package`` has, and for each family it lacks the reason.
+
+    A family whose modules fail to import for another reason (this
+    environment lacks a dependency) raises ``ImportError`` naming ``owner``
+    (the engine) and the family.
+    """
+    roots: Dict[str, Mapping[str, type]] = {}
+    absent: Dict[str, str] = {}
+    for family in families:
+        try:
+            roots[family.name] = family.roots()
+        except ImportError as exc:
+            if not family_absent(exc, package):
+                raise ImportError(f"{owner} family {family.name!r} ({family.description}) does not import: {exc}") from exc
+            absent[family.name] = str(exc) if isinstance(exc, FamilyNotInRelease) else f"the release has no module {getattr(exc, 'name', None) or exc}"
+    return roots, absent
+
+
 class EngineSelectionError(RuntimeError):
     """The engine named cannot be found or loaded (its package is not installed, the spec is wrong)."""
 
@@ -67,12 +114,24 @@ def _nothing() -> None:
     return None
 
 
+def _same_value(value: Any) -> Any:
+    return value
+
+
+class VectorValueUnavailable(RuntimeError):
+    """A golden vector's expected value cannot be built with the installed engine's classes (they differ from those the vectors were written for); the message says how."""
+
+
 def _no_samples(seed: int) -> Sequence[Tuple[str, Any]]:
     return ()
 
 
 def _no_ext_types() -> Mapping[int, str]:
     return {}
+
+
+def _no_report() -> List[str]:
+    return []
 
 
 @dataclass(frozen=True)
@@ -199,6 +258,12 @@ class Engine:
         engine has no wire reference and those properties are skipped.
     vectors_dir
         Golden vectors (``conformance/vectors`` layout), or ``None``.
+    vector_value
+        ``(value) -> value``: a vector's expected value (built with the
+        classes :mod:`conformance.neutral` knows) as the engine's codecs
+        decode it; identity by default. It raises
+        :class:`VectorValueUnavailable` (the vector's value check is skipped,
+        saying why) where the installed classes cannot hold it.
     samples
         ``(seed) -> [(label, message)]``: realistic, tensor-heavy messages
         beside the drawn ones; the fuzz loop seeds from them too, and the
@@ -250,6 +315,11 @@ class Engine:
         :mod:`conformance.live.frontend`. Imports inside (the engine's
         package need not be installed to load the engine). ``None``: the
         engine has none.
+    report
+        ``() -> [line, ...]``: what a run's summary (and its JSON report) says
+        about the engine installed here beside the verdict, e.g. how far the
+        reference schema is from its classes; called after the run, once.
+        Informational: it never changes the verdict.
     """
 
     name: str
@@ -261,6 +331,7 @@ class Engine:
     typed_frames: bool = False
     wire_reference: Optional[Callable[[bool], Any]] = None
     vectors_dir: Optional[str] = None
+    vector_value: Callable[[Any], Any] = _same_value
     samples: Callable[[int], Sequence[Tuple[str, Any]]] = _no_samples
     reference_schema: bool = False
     bench_codecs: Mapping[str, Callable[[], Any]] = field(default_factory=dict)
@@ -273,6 +344,7 @@ class Engine:
     snapshots_dir: Optional[str] = None
     value_vectors: Optional[ValueVectors] = None
     live_frontend: Optional[Callable[[], Any]] = None
+    report: Callable[[], List[str]] = _no_report
 
     @functools.cached_property
     def types(self) -> Mapping[str, type]:
@@ -322,10 +394,16 @@ def load_engine(spec: Optional[str] = None) -> Engine:
 
 
 def engine_spec_from_environment() -> str:
-    """What ``$IPC_CONFORMANCE_ENGINE`` names (default ``sglang``), without loading it."""
-    return os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
+    """The engine a run tests, without loading it: what ``$IPC_CONFORMANCE_ENGINE`` names; else, when the codec
+    ``$IPC_CONFORMANCE_CODEC`` names is also the name of a built-in engine (``sglang``, ``vllm``: the engine's
+    own codec), that engine; else the default (:data:`DEFAULT_ENGINE`)."""
+    named = os.environ.get(ENGINE_ENV)
+    if named:
+        return named
+    codec = (os.environ.get(CODEC_ENV) or "").strip()
+    return codec if codec in ENGINES else DEFAULT_ENGINE
 
 
 def engine_from_environment() -> Engine:
-    """The engine ``$IPC_CONFORMANCE_ENGINE`` names (default ``sglang``)."""
+    """The engine :func:`engine_spec_from_environment` names, set up."""
     return load_engine(engine_spec_from_environment())

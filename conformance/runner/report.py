@@ -3,15 +3,19 @@
 What a run prints, in order:
 
 * in the header, once: the implementation under test, the capabilities it
-  declares, the Hypothesis profile, the examples per test and the shrink budget;
+  declares, the engine and the release of it installed here, the families
+  that release lacks (each with its reason: reported absent, the rest is
+  tested), the Hypothesis profile, the examples per test and the shrink budget;
 * for each failing test, one block (in pytest's FAILURES section): the
   headline (codec, property, first difference by path shape), the property
   and message type, whether the example was shrunk, every distinct difference
   with both values, a bounded summary of the message, and the line that
   reproduces it;
 * a summary: failing tests grouped by distinct failure (where each is shrunk),
-  what was skipped and why, and what this machine could not exercise (no
-  CUDA: device preservation untested);
+  what was skipped and why, what this machine could not exercise (no
+  CUDA: device preservation untested), and what the engine says about the
+  release installed here (``Engine.report``: for SGLang, the reference
+  schema's distance from its classes), which never changes the verdict;
 * last, after pytest's own summary, the closing line::
 
     CONFORMANCE SUITE PASSED: 812 successes, 4 skipped, 3 expected failures, 0 unexpected failures
@@ -37,7 +41,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ..engines import engine_spec_from_environment
+from ..engines import EngineSelectionError, engine_from_environment, engine_spec_from_environment, family_roots, installed_version
 from ..failures import NO_MESSAGE, CodecRaised, PropertyFailure, exception_signature, raised_at
 from . import variant_coverage
 from .seeding import DEFAULT_SEED, run_seed
@@ -207,6 +211,11 @@ class ConformanceReport:
         if codec is not None:
             lines.append(f"conformance: testing {codec.name} ({codec.impl!r}) on engine {engine}'s messages")
             lines.append(f"conformance: it declares {_capabilities_text(codec.caps)}")
+        status = engine_status()
+        if status.get("package"):
+            lines.append(f"conformance: engine {engine}: {status['package']} {status['release'] or 'not installed'} installed here")
+        for name, why in sorted(status.get("absent_families", {}).items()):
+            lines.append(f"conformance: family {name!r} is absent from this release ({why}): not tested, the rest is")
         lines.append(
             f"conformance: Hypothesis profile {_profile()!r}, {_examples()} examples per property and message type"
             + (f"; {budget.describe()}" if budget is not None else "")
@@ -314,6 +323,10 @@ class ConformanceReport:
                 lines.append(f"  {n:4d} x {_strip_skip(reason)[:160]}")
         for note in untested_here():
             lines.append(f"not exercised on this machine: {note}")
+        status = engine_status()
+        for name, why in sorted(status.get("absent_families", {}).items()):
+            lines.append(f"absent from {status['package']} {status['release']}: family {name!r} ({why})")
+        lines += engine_notes()
         if counts["not_finished"] or self.interrupted:
             unfinished = sorted(n for n, r in self.results.items() if not r["finished"])
             lines.append(f"interrupted: {counts['not_finished']} started test(s) did not finish and are not counted" + (f": {', '.join(map(short_id, unfinished[:5]))}" if unfinished else ""))
@@ -330,6 +343,7 @@ class ConformanceReport:
                 {
                     "verdict": "PASSED" if self.line and self.line.startswith("CONFORMANCE SUITE PASSED") else "FAILED",
                     "engine": engine_spec_from_environment(),
+                    "engine_status": {**engine_status(), "notes": engine_notes()},
                     "codec": os.environ.get("IPC_CONFORMANCE_CODEC") or os.environ.get("IPC_CONFORMANCE_TESTEE"),
                     "codec_name": codec.name if codec is not None else None,
                     "capabilities": _capabilities_dict(codec.caps) if codec is not None else None,
@@ -370,6 +384,37 @@ class ConformanceReport:
         else:
             print(self.line)
         sys.stdout.flush()
+
+
+_STATUS: Dict[str, Any] = {}
+
+
+def engine_status() -> Dict[str, Any]:
+    """The engine under test as installed here: its package and release, and the families that release lacks (``{name: reason}``); ``{}`` when the engine does not load."""
+    if "engine" not in _STATUS:
+        try:
+            engine = engine_from_environment()
+        except EngineSelectionError:
+            return {}
+        absent: Dict[str, str] = {}
+        if engine.families:
+            try:
+                absent = family_roots(engine.families, engine.package, engine.name)[1]
+            except ImportError as exc:
+                absent = {"(families)": f"not resolved: {exc}"}
+        _STATUS["engine"] = {"name": engine.name, "package": engine.package, "release": installed_version(engine.package), "absent_families": absent}
+    return dict(_STATUS["engine"])
+
+
+def engine_notes() -> List[str]:
+    """What the engine says about the release installed here (``Engine.report``), computed once; a failure to say it is one line."""
+    if "notes" not in _STATUS:
+        try:
+            notes = list(engine_from_environment().report())
+        except Exception as exc:  # informational: it never changes the verdict
+            notes = [f"the engine's report could not be made: {type(exc).__name__}: {exc}"]
+        _STATUS["notes"] = notes
+    return list(_STATUS["notes"])
 
 
 def untested_here() -> List[str]:

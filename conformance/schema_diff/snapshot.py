@@ -44,7 +44,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Union
 import msgspec
 from msgspec import inspect as mi
 
-from conformance.engines.profile import family_absent
+from conformance.engines.profile import family_absent, installed_version
 from reference_codec.type_tree import MAPPING_TYPES, RECORD_TYPES, STRUCT_TYPES, is_untyped, type_info
 
 __all__ = [
@@ -362,18 +362,6 @@ def engine_snapshot(engine: Any, *, release: Optional[str] = None, families: Opt
     snapshot = take_snapshot({fam.name: family(fam) for fam in engine.families if fam.name in roots}, engine=engine.name, release=version, package=engine.package)
     snapshot.absent = absent
     return snapshot
-
-
-def installed_version(package: Optional[str]) -> Optional[str]:
-    """The installed version of distribution ``package``, or None (not installed, or no package named)."""
-    if not package:
-        return None
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def discover_messages(module: pytypes.ModuleType) -> Dict[str, type]:

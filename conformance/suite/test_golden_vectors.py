@@ -17,6 +17,7 @@ from typing import Any, Tuple, Type, Union
 
 import pytest
 
+from conformance.engines import VectorValueUnavailable
 from conformance.equivalence import differences
 from conformance.findings import Finding
 from conformance.neutral import from_neutral
@@ -39,7 +40,11 @@ def _fail(codec, vector: GoldenVector, what: str, found=(), finding=None) -> Pro
 
 
 def _check_value(codec, vector: GoldenVector, decoded: Any) -> None:
-    found = differences(from_neutral(vector.expected), decoded, limit=MAX_DIFFERENCES)
+    try:
+        expected = ENGINE.vector_value(from_neutral(vector.expected))
+    except VectorValueUnavailable as exc:
+        pytest.skip(f"{vector.file} decoded; its expected value is not checked here: {exc}")
+    found = differences(expected, decoded, limit=MAX_DIFFERENCES)
     if found:
         raise _fail(codec, vector, "decodes differently from the vector's expected value", found)
 

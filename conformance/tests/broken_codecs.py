@@ -481,7 +481,7 @@ class SharedEncodeStateDeclared(SharedEncodeState):
 
 
 class SGLangLosesLastInputToken:
-    """SGLang 0.5.23's own codec with one more bug: the last input token of every generation request is lost on decode.
+    """The installed SGLang's own codec with one more bug: the last input token of every generation request is lost on decode.
 
     For the gate's meta-test: with SGLang's failure list, which lists what
     SGLang's codec really gets wrong, this one new bug must still fail the run.
@@ -497,9 +497,6 @@ class SGLangLosesLastInputToken:
         self.wire_compatible = self._inner.wire_compatible
         self.decode_error = self._inner.decode_error
         self.message_types = self._inner.message_types
-
-    def as_held(self, msg):
-        return self._inner.as_held(msg)
 
     def encode(self, msg):
         return self._inner.encode(msg)

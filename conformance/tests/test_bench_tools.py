@@ -945,9 +945,9 @@ def test_interleaved_measures_an_engines_bench_codec_and_judges_its_target(with_
 def test_the_default_engine_declares_its_codec_as_the_bench_target_under_its_release():
     from conformance.engines import load_engine
     from conformance.engines.sglang.bench import RELEASE
-    from conformance.engines.sglang.codec import SGLANG_VERSION
+    from reference_codec.schema import SCHEMA_VERSION
 
     engine = load_engine()
     assert engine.bench_target == "sglang" and set(engine.bench_codecs) == {"sglang", "reference-in-sglang"}
-    assert engine.bench_labels["sglang"] == f"SGLang {SGLANG_VERSION}" and RELEASE == SGLANG_VERSION
+    assert engine.bench_labels["sglang"] == f"SGLang {RELEASE}" and RELEASE == SCHEMA_VERSION
     assert set(engine.bench_labels) == set(engine.bench_codecs)

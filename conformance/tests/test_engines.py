@@ -19,13 +19,26 @@ THIRD_ENGINE = os.path.join(ROOT, "examples", "third-engine")
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
-def test_the_default_engine_is_sglang_with_the_reference_schema_and_todays_codecs():
-    from conformance.engines.sglang import CODECS
+def test_the_default_engine_is_the_reference_schema_with_the_reference_and_pickle_codecs():
+    from conformance.engines.reference import CODECS
     from reference_codec.schema import MESSAGE_TYPES
 
     engine = load_engine()
-    assert engine.name == "sglang" and dict(engine.types) == dict(MESSAGE_TYPES)
+    assert engine.name == "reference" and dict(engine.types) == dict(MESSAGE_TYPES)
     assert engine.codecs is CODECS and not engine.typed_frames and engine.reference_schema
+    assert set(CODECS) == {"reference", "reference-v2", "pickle", "pickle-oob"}
+
+
+def test_a_codec_named_after_an_engine_selects_that_engine(monkeypatch):
+    from conformance.engines import engine_spec_from_environment
+    from conformance.engines.profile import CODEC_ENV, ENGINE_ENV
+
+    monkeypatch.delenv(ENGINE_ENV, raising=False)
+    for codec, engine in (("sglang", "sglang"), ("vllm", "vllm"), ("reference", "reference"), ("pickle", "reference")):
+        monkeypatch.setenv(CODEC_ENV, codec)
+        assert engine_spec_from_environment() == engine, codec
+    monkeypatch.setenv(ENGINE_ENV, "vllm")
+    assert engine_spec_from_environment() == "vllm"  # an engine named wins
 
 
 def test_an_unknown_engine_is_refused_naming_the_choices():

@@ -16,6 +16,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "conformance", "tests", "engine_fixtures")
+VLLM_LIST = os.path.join(ROOT, "conformance", "engines", "vllm", "failure_lists", "vllm-0.34.0.txt")
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed (tox -e vllm installs it)")
 
@@ -112,3 +113,20 @@ def test_a_port_that_does_not_fill_declared_defaults_fails_the_older_sender_prop
     assert outcomes["test_map_message_from_an_older_schema_decodes_with_defaults_for_the_keys_it_lacks[MooncakeXferMetadata]"] == "failed", outcomes
     assert outcomes["test_map_message_from_an_older_schema_decodes_with_defaults_for_the_keys_it_lacks[MooncakeLeaseHeartbeat]"] == "passed", outcomes
     assert "$.remote_pp_size" in result.stdout
+
+
+def test_a_value_lost_on_the_second_hop_fails_the_vllm_gate_despite_its_byte_stability_line(tmp_path):
+    """vLLM's list marks re-encoding to other bytes as a 'sometimes' finding (a set's order); a router that loses a field when it
+    re-encodes a decoded message must not hide behind it: the second hop's value is compared first, a ``differs`` finding."""
+    report = tmp_path / "second-hop.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (FIXTURES, ROOT, os.environ.get("PYTHONPATH", "")) if p))
+    env.pop("IPC_CONFORMANCE_ENGINE", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance", "--engine", "vllm", "--codec", "vllm_broken:SecondHopLosesLastField", "--failure-list", VLLM_LIST,
+         "-k", "test_encoding_is_deterministic", "--report", str(report), "-p", "no:xdist", "-q"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "the second hop sent another value" in result.stdout, result.stdout[-3000:]
+    new = json.loads(report.read_text())["failure_list"]["new"]
+    assert new and all(n["finding"].startswith("differs") for n in new), new

@@ -1,6 +1,8 @@
 """Wire v1 is SGLang 0.5.23's wire: same bytes both ways where neither side carries an opaque field.
 
-Runs where SGLang is installed (``tox -e sglang``); skipped elsewhere.
+Runs where SGLang is installed and its classes are the reference schema's
+release (``tox -e sglang``); skipped elsewhere. The gate at any other release
+tests SGLang's own classes (``--codec sglang``), not these.
 """
 
 from __future__ import annotations
@@ -8,20 +10,27 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance.engines.sglang.codec import SGLangCodec, sglang_available
+from conformance.engines.sglang.adapter import ReferenceAdapter, reference_mismatch, sglang_available
 from conformance.equivalence import assert_equivalent
 from reference_codec import ReferenceCodec
 from reference_codec import schema as s
 from reference_codec.samples import batch_token_id_output, minimal
 
-pytestmark = pytest.mark.skipif(not sglang_available(), reason="SGLang 0.5.23 is not installed (tox -e sglang)")
+pytestmark = pytest.mark.skipif(not sglang_available(), reason="SGLang is not installed (tox -e sglang)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _the_reference_schemas_classes():
+    mismatch = reference_mismatch()
+    if mismatch:
+        pytest.skip(mismatch)
 
 REFERENCE = ReferenceCodec()
 
 
 @pytest.fixture(scope="module")
 def sglang():
-    return SGLangCodec()
+    return ReferenceAdapter()
 
 
 def _message_params():

@@ -9,7 +9,7 @@ the in-process form of the live check's ``msgpack`` and ``reference`` modes.
 ``prepare`` converts the reference message into SGLang's own classes once,
 outside the timed call, so that only SGLang's ``msgpack_encode`` and
 ``msgpack_decode`` are timed, not the adapter's conversion (which
-:class:`~conformance.engines.sglang.codec.SGLangCodec` does on every call).
+:class:`~conformance.engines.sglang.adapter.ReferenceAdapter` does on every call).
 
 Importing this module imports neither SGLang nor torch: the engine names its
 benchmark codecs and their labels without loading them.
@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict
 
 __all__ = ["BENCH_CODECS", "BENCH_LABELS", "BENCH_TARGET", "bench_codec", "reference_in_sglang_codec"]
 
-#: The release the label names; ``conformance/tests`` checks it is the adapter's ``SGLANG_VERSION``.
+#: The release the labels name: the one the reference schema mirrors, whose corpus the benchmarks run (``conformance/tests`` checks it is ``SCHEMA_VERSION``).
 RELEASE = "0.5.23"
 
 
@@ -57,11 +57,11 @@ def reference_in_sglang_codec() -> Any:
 
 def _adapter() -> Any:
     """SGLang's adapter; ``ImportError`` (the benchmarks' skip reason) when SGLang is not importable."""
-    from .codec import SGLangCodec, sglang_available
+    from .adapter import ReferenceAdapter, sglang_available
 
     if not sglang_available():
         raise ImportError(f"SGLang {RELEASE} is not installed (tox -e sglang, or the sglang venv)")
-    return SGLangCodec()
+    return ReferenceAdapter()
 
 
 #: Benchmark codecs of the engine, by name (``Engine.bench_codecs``).

@@ -1,188 +1,67 @@
-"""Adapter: SGLang 0.5.23's own msgpack codec, driven with reference messages.
+"""SGLang's own msgpack codec, as installed, on SGLang's own message classes: the codec the SGLang gate tests (``--codec sglang``).
 
-``SGLangCodec.encode`` converts a reference message into SGLang's class of the
-same name (recursively: nested structs by name, enums by member name), does
-what SGLang's senders do to opaque fields (``wrap_as_pickle`` on
-``time_stats`` and ``customized_info``), and calls SGLang's
-``msgpack_encode``. ``decode`` calls ``msgpack_decode``, unwraps opaque fields
-as SGLang's receivers do (``pickle.loads``), and converts back to the
-reference classes. The conversion changes no value: containers, tensors,
-arrays and scalars pass through untouched, so every difference the suite
-finds is SGLang's codec (or its struct hooks such as ``__post_init__``).
+Messages are the installed release's classes (:mod:`.installed`), drawn by
+:mod:`.strategies`; ``encode`` is ``io_struct.msgpack_encode`` and ``decode``
+``io_struct.msgpack_decode``, with nothing converted on the way, so every
+difference the suite finds is SGLang's codec or its classes' hooks
+(``__post_init__`` runs again on decode). Any release with msgpack IPC
+(0.5.15 on) and any development build: what the codec can do is read off the
+installed code, never off a version number:
+
+* ``wire_compatible``: whether its buffer ext codes are the reference wire's
+  (:func:`.installed.reference_wire_gap`; 0.5.19 on). Before that a tensor is
+  a ``(shape, dtype, bytes)`` array, and the properties that read its bytes
+  with the reference are skipped, saying so.
+* ``message_types``: the classes it encodes and decodes.
 """
 
 from __future__ import annotations
 
-import enum
-import importlib
-import pickle
-from typing import Any, Dict, List, Optional, Type, cast
+import os
+from typing import Any, Dict, List, Optional
 
 import msgspec
 
-from reference_codec import schema as ref
+from .installed import PICKLE_IPC_ENV, installed_release, io_struct, message_types, reference_wire_gap
 
-__all__ = ["SGLangCodec", "sglang_available", "SGLANG_VERSION"]
-
-#: The release the adapter drives: the one the reference schema mirrors.
-SGLANG_VERSION = ref.SCHEMA_VERSION
-
-#: SGLang 0.5.23 ships with pickle IPC on (``SGLANG_USE_PICKLE_IPC`` defaults
-#: to true); its msgpack path, the one under test, needs it off: only then does
-#: ``wrap_as_pickle`` wrap ``time_stats`` and ``customized_info``, as its msgpack
-#: receivers expect. With it on, every message carrying either field fails in
-#: SGLang's own decoder, hiding what its msgpack codec really does.
-PICKLE_IPC_ENV = "SGLANG_USE_PICKLE_IPC"
-
-# Modules whose namespaces hold the SGLang classes that reference classes mirror.
-_SGLANG_MODULES = (
-    "sglang.srt.managers.io_struct",
-    "sglang.srt.managers.schedule_batch",
-    "sglang.srt.multimodal.modality",
-    "sglang.srt.utils.weight_versions",
-    "sglang.srt.managers.kv_hints",
-    "sglang.srt.sampling.watermarking.core",
-    "sglang.srt.sampling.sampling_mask",
-    "sglang.srt.beam_search.types",
-    "sglang.srt.lora.lora_registry",
-    "sglang.srt.managers.embed_types",
-)
-_OPAQUE = ("time_stats", "customized_info")
-
-
-def _import_io_struct():
-    """``sglang.srt.managers.io_struct``, imported with msgpack IPC on unless the environment says otherwise."""
-    import os
-    import sys
-
-    if "sglang.srt.managers.io_struct" not in sys.modules:
-        os.environ.setdefault(PICKLE_IPC_ENV, "0")
-    return importlib.import_module("sglang.srt.managers.io_struct")
-
-
-def sglang_available() -> bool:
-    try:
-        _import_io_struct()
-    except Exception:
-        return False
-    return True
-
-
-def _reference_classes() -> Dict[str, type]:
-    table = {cls.__name__: cls for cls in ref.MESSAGE_TYPES.values()}
-    for cls in ref.NESTED_TYPES + ref.ENUM_TYPES:
-        table[cls.__name__] = cls
-    return table
+__all__ = ["SGLangCodec"]
 
 
 class SGLangCodec:
-    """SGLang 0.5.23's ``msgpack_encode``/``msgpack_decode`` behind the codec interface."""
+    """The installed SGLang's ``msgpack_encode``/``msgpack_decode`` behind the codec interface."""
 
     name = "sglang"
-    wire_compatible = True
     out_of_band = False
-
-    def __init__(self) -> None:
-        import os
-
-        try:
-            self._io = _import_io_struct()
-        except Exception as exc:
-            raise RuntimeError(
-                "SGLang is not importable here; install it with `tox -e sglang` "
-                f"(sglang=={SGLANG_VERSION} without its GPU-only dependencies): {exc}"
-            ) from exc
-        if getattr(self._io, "_USE_PICKLE_IPC", False):
-            raise RuntimeError(
-                f"SGLang's msgpack IPC is off in this process ({PICKLE_IPC_ENV}={os.environ.get(PICKLE_IPC_ENV)!r}, or SGLang was "
-                f"imported before the adapter set it): run with {PICKLE_IPC_ENV}=0 to test its msgpack codec"
-            )
-        version = getattr(importlib.import_module("sglang"), "__version__", None)
-        if version not in (None, SGLANG_VERSION):
-            raise RuntimeError(f"the adapter targets SGLang {SGLANG_VERSION}, found {version}")
-        self._theirs: Dict[str, type] = {}
-        for module_name in _SGLANG_MODULES:
-            module = importlib.import_module(module_name)
-            for name, obj in vars(module).items():
-                if isinstance(obj, type) and (issubclass(obj, (msgspec.Struct, enum.Enum))):
-                    self._theirs.setdefault(name, obj)
-        self._ours = _reference_classes()
-        #: SGLang's own message classes by tag, for the schema-diff property.
-        self.message_types = {
-            name: cls
-            for name, cls in self._theirs.items()
-            if name in ref.MESSAGE_TYPES and issubclass(cls, (self._io.BaseReq, self._io.BaseBatchReq))
-        }
-
     #: SGLang raises ``msgspec.DecodeError`` for what it detects; anything else
     #: escaping ``decode`` on bad input is a finding of the bad-input property.
     decode_error = msgspec.DecodeError
 
+    def __init__(self) -> None:
+        try:
+            self._io = io_struct()
+        except Exception as exc:
+            raise RuntimeError(f"SGLang is not importable here; install it (`tox -e sglang` does, without its GPU-only dependencies): {exc}") from exc
+        if getattr(self._io, "_USE_PICKLE_IPC", False):
+            raise RuntimeError(
+                f"SGLang's msgpack IPC is off in this process ({PICKLE_IPC_ENV}={os.environ.get(PICKLE_IPC_ENV)!r}, or SGLang was "
+                f"imported before the suite set it): run with {PICKLE_IPC_ENV}=0 to test its msgpack codec"
+            )
+        self.release: Optional[str] = installed_release()
+        #: Why its bytes are not the reference wire's, or None (they are: the reference reads and writes them).
+        self.wire_gap: Optional[str] = reference_wire_gap()
+        self.wire_compatible = self.wire_gap is None
+        #: SGLang's own message classes by tag.
+        self.message_types: Dict[str, type] = message_types()
+
     def __repr__(self) -> str:
-        return f"SGLangCodec(sglang=={SGLANG_VERSION})"
-
-    # --- conversion ---------------------------------------------------------
-
-    def to_sglang(self, value: Any) -> Any:
-        """A reference value rebuilt with SGLang's classes (structs and enums by name)."""
-        return self._convert(value, self._theirs, to_sglang=True)
-
-    def to_reference(self, value: Any) -> Any:
-        """An SGLang value rebuilt with the reference classes."""
-        return self._convert(value, self._ours, to_sglang=False)
-
-    def _convert(self, value: Any, table: Dict[str, type], to_sglang: bool) -> Any:
-        t = type(value)
-        if isinstance(value, msgspec.Struct):
-            target = table.get(t.__name__)
-            if target is None:
-                return value  # a reference-only struct (time stats) travels pickled, as itself
-            kwargs = {}
-            for field in value.__struct_fields__:
-                item = getattr(value, field)
-                if field in _OPAQUE and to_sglang and item is not None and not isinstance(item, ref.PickleWrapper):
-                    kwargs[field] = self._io.wrap_as_pickle(item)
-                elif field in _OPAQUE and not to_sglang and item is not None and type(item).__name__ == "PickleWrapper":
-                    kwargs[field] = pickle.loads(item.data)  # what SGLang's receivers do
-                else:
-                    kwargs[field] = self._convert(item, table, to_sglang)
-            return target(**kwargs)
-        if isinstance(value, enum.Enum):
-            # The table maps names to classes of any kind; this name is an enum's on both sides.
-            enum_cls = cast(Optional[Type[enum.Enum]], table.get(t.__name__))
-            return enum_cls[value.name] if enum_cls is not None else value
-        if t is list:
-            return [self._convert(v, table, to_sglang) for v in value]
-        if t is tuple:
-            return tuple(self._convert(v, table, to_sglang) for v in value)
-        if t is dict:
-            return {self._convert(k, table, to_sglang): self._convert(v, table, to_sglang) for k, v in value.items()}
-        if t is set:
-            return {self._convert(v, table, to_sglang) for v in value}
-        return value
-
-    def as_held(self, msg: Any) -> Any:
-        """``msg`` as SGLang holds it: built with SGLang's classes, then converted back, without the wire.
-
-        SGLang's constructors normalise (``SamplingParams(temperature=0.0)``
-        becomes ``temperature=1.0, top_k=1``; ``AbortReq(rid=None)`` gets
-        ``rid=""``) and validate (watermark settings): an SGLang sender can
-        only ever hold the result, so that is what the suite sends and
-        expects back. A message the constructors refuse raises here and is
-        not drawn. A normalisation that happens only on decode still fails.
-        """
-        return self.to_reference(self.to_sglang(msg))
-
-    # --- codec interface ----------------------------------------------------
+        return f"SGLangCodec(sglang {self.release or '?'})"
 
     def encode(self, msg: Any) -> List[bytes]:
-        return [self._io.msgpack_encode(self.to_sglang(msg))]
+        return [self._io.msgpack_encode(msg)]
 
     def decode(self, frames: Any) -> Any:
         if isinstance(frames, (bytes, bytearray, memoryview)):
             frames = [frames]
         if len(frames) != 1:
             raise msgspec.DecodeError(f"SGLang's codec reads exactly one frame, got {len(frames)}")
-        return self.to_reference(self._io.msgpack_decode(bytes(frames[0])))
-
-
+        return self._io.msgpack_decode(bytes(frames[0]))

@@ -17,28 +17,19 @@ from typing import Any, List, Mapping
 
 from conformance.engines.profile import MessageFamily
 
+from .installed import CODEC_MODULES, IO_MODULE, ext_codes, message_types
+
 __all__ = ["FAMILIES", "IO_MODULE", "KV_EVENTS_MODULE", "CODEC_MODULES"]
 
-IO_MODULE = "sglang.srt.managers.io_struct"
 KV_EVENTS_MODULE = "sglang.srt.disaggregation.kv_events"
-#: Where SGLang's msgpack codec keeps its ext codes, newest location first.
-CODEC_MODULES = ("sglang.srt.utils.msgpack_utils",)
 
 
 def _io() -> Mapping[str, type]:
-    from .sync import engine_messages
-
-    return engine_messages(importlib.import_module(IO_MODULE))
+    return message_types()
 
 
 def _io_ext() -> Mapping[int, str]:
-    for name in CODEC_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        return {value: attr for attr, value in vars(module).items() if attr.startswith("_MSGPACK_EXT_") and isinstance(value, int)}
-    return {}
+    return ext_codes()
 
 
 class _IoCodec:

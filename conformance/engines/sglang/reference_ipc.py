@@ -54,9 +54,9 @@ def codec_functions() -> Tuple[Callable[[Any], "Frame"], Callable[[Any], Any]]:
     """
     from reference_codec import ReferenceCodec
 
-    from .codec import SGLangCodec
+    from .installed import message_types
 
-    codec = ReferenceCodec(message_types=list(SGLangCodec().message_types.values()))
+    codec = ReferenceCodec(message_types=list(message_types().values()))
     return codec.frame_functions()  # one buffer per message, as sock_send and sock_recv move them
 
 

@@ -1,4 +1,4 @@
-"""Adapter: vLLM 0.34.0's own codecs, each family's as its processes use it, behind the codec interface.
+"""Adapter: the installed vLLM's own codecs, each family's as its processes use it, behind the codec interface.
 
 vLLM's sockets each carry one message type, and its decoders are built for
 it (``MsgpackDecoder(EngineCoreOutputs)``, ``msgspec.msgpack.Decoder(
@@ -20,6 +20,10 @@ the suite finds is vLLM's codec (or its classes' ``__post_init__``).
 
 Run with vLLM's defaults: ``VLLM_ALLOW_INSECURE_SERIALIZATION`` unset, so
 nothing is pickled, as in a vLLM deployment that has not opted in.
+
+Any release from 0.23.0 on, or a development build: a family the installed
+release lacks is left out (the run's header says which, and why), never a
+reason to refuse the codec. Nothing here compares version numbers.
 """
 
 from __future__ import annotations
@@ -28,10 +32,7 @@ from typing import Any, Dict, List, Optional
 
 import msgspec
 
-__all__ = ["VllmCodec", "VLLM_VERSION"]
-
-#: The release the adapter and the vLLM engine profile were written against.
-VLLM_VERSION = "0.34.0"
+__all__ = ["VllmCodec"]
 
 
 class VllmCodec:
@@ -73,12 +74,14 @@ class VllmCodec:
             from vllm.v1.serial_utils import MsgpackDecoder, MsgpackEncoder
         except Exception as exc:
             raise RuntimeError(
-                f"vLLM is not importable here; install it with `tox -e vllm` (vllm=={VLLM_VERSION} without its GPU-only dependencies): {exc}"
+                f"vLLM is not importable here; install it (`tox -e vllm` does, without its GPU-only dependencies): {exc}"
             ) from exc
-        version = getattr(vllm, "__version__", None)
-        if version not in (None, VLLM_VERSION):
-            raise RuntimeError(f"the adapter targets vLLM {VLLM_VERSION}, found {version}")
-        from .families import FAMILIES, on_engine_core_codec
+        from conformance.engines.profile import family_roots
+
+        from .families import FAMILIES, PACKAGE, on_engine_core_codec
+
+        self.release = getattr(vllm, "__version__", None)
+        roots, _ = family_roots(FAMILIES, PACKAGE, PACKAGE)
 
         self._encoder = MsgpackEncoder(size_threshold)
         self._decoder_class = MsgpackDecoder
@@ -86,16 +89,16 @@ class VllmCodec:
         # Families with a codec other than the engine core's, by root class.
         self._by_class: Dict[type, Any] = {}
         for family in FAMILIES:
-            if on_engine_core_codec(family):
-                continue  # self._encoder, with this size_threshold
+            if on_engine_core_codec(family) or family.name not in roots:
+                continue  # self._encoder, with this size_threshold; or a family this release lacks
             codec = family.new_codec()
-            for cls in family.roots().values():
+            for cls in roots[family.name].values():
                 self._by_class[cls] = codec
         if size_threshold is not None:
             self.name = f"vllm(size_threshold={size_threshold})"
 
     def __repr__(self) -> str:
-        return f"VllmCodec({self.name})"
+        return f"VllmCodec({self.name}, vllm {self.release or '?'})"
 
     def encode(self, msg: Any) -> List[Any]:
         codec = self._by_class.get(type(msg))

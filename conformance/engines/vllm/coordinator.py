@@ -4,9 +4,13 @@ The coordinator (``vllm/v1/engine/coordinator.py``) and the engine-core
 client (``vllm/v1/engine/core_client.py``) exchange three messages written
 with ``msgspec.msgpack.encode(tuple)`` and read with an untyped
 ``msgspec.msgpack.decode`` followed by positional unpacking. There is no
-class in vLLM to discover, so the shapes below are read from vLLM 0.34.0's
-source (its sending expression and its unpacking line) and declared as
-NamedTuples, which msgspec writes as the same arrays:
+class in vLLM to discover, so the shapes below were read from vLLM's source
+(its sending expression and its unpacking line) and declared as NamedTuples,
+which msgspec writes as the same arrays. Each declaration names the sending
+expression it was read from (:data:`SENT_AS`); a release has the message
+where its own source still builds the tuple that way
+(:func:`messages_in_release`, by ``ast``), so another release's changed tuple
+is reported absent instead of being recorded in 0.34.0's shape:
 
 * :class:`CoordinatorStats`: coordinator -> front ends, on the stats
   publisher: ``(engine_req_counts_list, current_wave, engines_running)``,
@@ -27,14 +31,14 @@ no type check at all) is what the suite sees.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, NamedTuple, Optional, Union
+import ast
+import importlib
+import inspect
+from typing import Any, Dict, List, Literal, NamedTuple, Optional, Set, Tuple, Union
 
 import msgspec
 
-__all__ = ["CoordinatorStats", "StartDpWave", "ScaleElasticEp", "MESSAGES", "READ_FROM", "UnpackingCodec"]
-
-#: The release whose source the shapes were read from: the family resolves only there.
-READ_FROM = "0.34.0"
+__all__ = ["CoordinatorStats", "StartDpWave", "ScaleElasticEp", "MESSAGES", "SENT_AS", "messages_in_release", "UnpackingCodec"]
 
 
 class CoordinatorStats(NamedTuple):
@@ -61,6 +65,38 @@ class ScaleElasticEp(NamedTuple):
 
 #: The family's messages by name.
 MESSAGES: Dict[str, type] = {cls.__name__: cls for cls in (CoordinatorStats, StartDpWave, ScaleElasticEp)}
+
+#: Per message, the module of vLLM that sends it and the expressions that build its tuple there (as read in 0.23.0 to 0.34.0).
+SENT_AS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "CoordinatorStats": ("vllm.v1.engine.coordinator", ("(engine_req_counts_list, current_wave, engines_running)", "(None, current_wave, engines_running)")),
+    "StartDpWave": ("vllm.v1.engine.coordinator", ("(wave, exclude_engine_index)",)),
+    "ScaleElasticEp": ("vllm.v1.engine.core_client", ("('SCALE_ELASTIC_EP', new_data_parallel_size)",)),
+}
+
+
+def _expressions(module_name: str) -> Set[str]:
+    """Every tuple expression of the module's source, as ``ast.unparse`` writes it."""
+    module = importlib.import_module(module_name)
+    tree = ast.parse(inspect.getsource(module))
+    return {ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Tuple)}
+
+
+def messages_in_release() -> Tuple[Dict[str, type], List[str]]:
+    """``(messages, missing)``: the declared messages whose sending expressions the installed vLLM's source has, and a sentence for each one it lacks.
+
+    ``ImportError`` when the release lacks the modules.
+    """
+    found: Dict[str, type] = {}
+    missing: List[str] = []
+    sources: Dict[str, Set[str]] = {}
+    for name, (module_name, expressions) in SENT_AS.items():
+        if module_name not in sources:
+            sources[module_name] = _expressions(module_name)
+        if all(ast.unparse(ast.parse(e, mode="eval").body) in sources[module_name] for e in expressions):
+            found[name] = MESSAGES[name]
+        else:
+            missing.append(f"{name}: {module_name} does not build {' or '.join(expressions)}")
+    return found, missing
 
 
 class UnpackingCodec:

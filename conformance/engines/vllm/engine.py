@@ -1,4 +1,4 @@
-"""vLLM 0.34.0: every message that crosses one of its process or machine boundaries, one type per socket, through vLLM's own codecs.
+"""The installed vLLM (0.23.0 on, or a development build): every message that crosses one of its process or machine boundaries, one type per socket, through vLLM's own codecs.
 
 * **Messages**: the roots of every family in :mod:`.families`: the engine
   core's structs (``vllm.v1.engine``), the startup handshake, the
@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Mapping
 
 from conformance.engines.profile import Engine, ValueVectors
 
-from .families import FAMILIES
+from .families import FAMILIES, PACKAGE
 from .releases import RELEASES
 from .strategies import message_strategy
 
@@ -79,7 +79,7 @@ def _message_types() -> Mapping[str, type]:
 
 ENGINE = Engine(
     name="vllm",
-    description="vLLM 0.34.0's messages, every family (engine core, handshake, DP coordinator, KV events, fault tolerance, KV hints, disaggregation side channels), one type per socket",
+    description="the installed vLLM's messages (its own classes, any release from 0.23.0 or a development build), every family (engine core, handshake, DP coordinator, KV events, fault tolerance, KV hints, disaggregation side channels), one type per socket",
     message_types=_message_types,
     message_strategy=message_strategy,
     codecs=CODECS,
@@ -90,7 +90,7 @@ ENGINE = Engine(
     setup=_setup,
     families=FAMILIES,
     snapshots_dir=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
-    package="vllm",
+    package=PACKAGE,
     releases=RELEASES,
     value_vectors=ValueVectors(directory=os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors"), cases="conformance.engines.vllm.vectors", release="0.34.0"),
 )

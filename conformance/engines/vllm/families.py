@@ -37,7 +37,10 @@ import importlib
 from typing import Any, Dict, List, Mapping
 
 from conformance.engines.discovery import classes_defined_in, decoded_types
-from conformance.engines.profile import FamilyNotInRelease, MessageFamily, family_absent
+from conformance.engines.profile import FamilyNotInRelease, MessageFamily
+
+#: The distribution (and top-level package) whose modules hold the families.
+PACKAGE = "vllm"
 
 __all__ = ["FAMILIES", "ENGINE_CORE_MODULE", "KV_EVENTS_MODULE", "family_of", "on_engine_core_codec", "all_roots"]
 
@@ -80,16 +83,13 @@ def _handshake() -> Mapping[str, type]:
 
 
 def _dp_coordinator() -> Mapping[str, type]:
-    from conformance.schema_diff.snapshot import installed_version
+    from .coordinator import messages_in_release
 
-    from .coordinator import MESSAGES, READ_FROM
-
-    importlib.import_module("vllm.v1.engine.coordinator")
-    found = installed_version("vllm")
-    if found != READ_FROM:
-        # The shapes are declared, not found: another release's snapshot would record 0.34.0's and hide a change.
-        raise FamilyNotInRelease(f"the coordinator's tuples have no class in vLLM; their shapes are declared as read from vLLM {READ_FROM}'s source, and this is {found}")
-    return MESSAGES
+    found, missing = messages_in_release()
+    if not found:
+        # The shapes are declared, not found: recording them for a release that builds other tuples would hide a change.
+        raise FamilyNotInRelease("the coordinator's tuples have no class in vLLM, and this release's source builds none as declared: " + "; ".join(missing))
+    return found
 
 
 def _unpacking_codec() -> Any:
@@ -213,14 +213,14 @@ def on_engine_core_codec(family: MessageFamily) -> bool:
 
 def all_roots() -> Mapping[str, type]:
     """Every family's roots, ``name -> class``, those the installed release has; ``ImportError`` naming a family whose modules need a package not installed."""
+    from conformance.engines.profile import family_roots
+
+    try:
+        by_family, _ = family_roots(FAMILIES, PACKAGE, PACKAGE)  # a family the release lacks is left out; the run's header names it
+    except ImportError as exc:
+        raise ImportError(f"{exc}; `tox -e vllm` installs what it needs (constraints/vllm-nodeps.txt)") from exc
     found: Dict[str, type] = {}
-    for family in FAMILIES:
-        try:
-            roots = family.roots()
-        except ImportError as exc:
-            if family_absent(exc, "vllm"):
-                continue  # an older release (the codec host of the release history loads this profile there too)
-            raise ImportError(f"vLLM family {family.name!r} ({family.description}) does not import: {exc}; `tox -e vllm` installs what it needs (constraints/vllm-nodeps.txt)") from exc
+    for roots in by_family.values():
         for name, cls in roots.items():
             if found.setdefault(name, cls) is not cls:
                 raise ImportError(f"two vLLM message types are called {name!r}: {found[name]!r} and {cls!r}")

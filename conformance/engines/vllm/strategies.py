@@ -157,7 +157,10 @@ def _classes_by_name() -> Dict[str, type]:
 
     from .families import KV_EVENTS_MODULE, all_roots
 
-    events = importlib.import_module(KV_EVENTS_MODULE)
+    try:
+        events = importlib.import_module(KV_EVENTS_MODULE)
+    except ImportError:
+        return dict(all_roots())
     return {**all_roots(), **{cls.__name__: cls for cls in (events.BlockStored, events.BlockRemoved)}}
 
 
@@ -168,20 +171,20 @@ def _structured_outputs():
 
     from strategies import texts
 
-    kinds = {
-        "json": st.one_of(texts(max_size=16), st.dictionaries(texts(max_size=6), _untyped(), max_size=3)),
-        "regex": texts(max_size=16),
-        "choice": st.lists(texts(max_size=6), min_size=1, max_size=3),
-        "grammar": texts(max_size=16),
-        "json_object": st.booleans(),
-        "structural_tag": texts(max_size=16),
-    }
-    one = st.sampled_from(sorted(kinds)).flatmap(lambda kind: kinds[kind].map(lambda v: {kind: v}))
-    return st.builds(
-        lambda chosen, flags: StructuredOutputsParams(**chosen, **flags),
-        one,
-        st.fixed_dictionaries({}, optional={"disable_any_whitespace": st.booleans(), "disable_additional_properties": st.booleans()}),
+    kinds = _existing(
+        StructuredOutputsParams,
+        {
+            "json": st.one_of(texts(max_size=16), st.dictionaries(texts(max_size=6), _untyped(), max_size=3)),
+            "regex": texts(max_size=16),
+            "choice": st.lists(texts(max_size=6), min_size=1, max_size=3),
+            "grammar": texts(max_size=16),
+            "json_object": st.booleans(),
+            "structural_tag": texts(max_size=16),
+        },
     )
+    one = st.sampled_from(sorted(kinds)).flatmap(lambda kind: kinds[kind].map(lambda v: {kind: v}))
+    flags = _existing(StructuredOutputsParams, {"disable_any_whitespace": st.booleans(), "disable_additional_properties": st.booleans()})
+    return st.builds(lambda chosen, flags: StructuredOutputsParams(**chosen, **flags), one, st.fixed_dictionaries({}, optional=flags))
 
 
 def _mm_kwargs_items():
@@ -216,35 +219,57 @@ def _untyped():
     return untyped_values(json_like=True, enums=())
 
 
+def _class(module: str, name: str) -> Any:
+    """``module.name`` if the installed release has it, else None (an older release lacks a class the newer ranges name)."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
 @functools.lru_cache(maxsize=None)
 def _type_overrides() -> Dict[type, Any]:
     import hypothesis.strategies as st
-    from vllm.lora.request import LoRARequest
-    from vllm.multimodal.inputs import MultiModalKwargsItem
-    from vllm.pooling_params import LateChunkingParams, PoolingParams
-    from vllm.sampling_params import RepetitionDetectionParams, RequestOutputKind, SamplingParams, StructuredOutputsParams
-    from vllm.v1.serial_utils import UtilityResult
 
     valid = _valid_fields()
-    overrides: Dict[type, Any] = {
+    overrides: Dict[type, Any] = {}
+    lora = _class("vllm.lora.request", "LoRARequest")
+    if lora is not None:
         # Every field given: left at its default, lora_path is "", which __post_init__ refuses (a finding, not a draw).
-        LoRARequest: st.builds(LoRARequest, **valid["LoRARequest"]),
-        StructuredOutputsParams: _structured_outputs(),
-        MultiModalKwargsItem: _mm_kwargs_items(),
-        UtilityResult: st.builds(UtilityResult, _untyped()),
-    }
+        overrides[lora] = st.builds(lora, **_existing(lora, valid["LoRARequest"]))
+    if _class("vllm.sampling_params", "StructuredOutputsParams") is not None:
+        overrides[_class("vllm.sampling_params", "StructuredOutputsParams")] = _structured_outputs()
+    if _class("vllm.multimodal.inputs", "MultiModalKwargsItem") is not None:
+        overrides[_class("vllm.multimodal.inputs", "MultiModalKwargsItem")] = _mm_kwargs_items()
+    result = _class("vllm.v1.serial_utils", "UtilityResult")
+    if result is not None:
+        overrides[result] = st.builds(result, _untyped())
+    output_kind = _class("vllm.sampling_params", "RequestOutputKind")
     # Innermost first: each validated class is drawn with the strategies of those it contains.
-    for cls, fields in (
-        (RepetitionDetectionParams, valid["RepetitionDetectionParams"]),
-        (LateChunkingParams, valid["LateChunkingParams"]),
-        (PoolingParams, {**valid["PoolingParams"], "output_kind": st.just(RequestOutputKind.FINAL_ONLY)}),
-        (SamplingParams, valid["SamplingParams"]),
+    for module, name, fields in (
+        ("vllm.sampling_params", "RepetitionDetectionParams", valid["RepetitionDetectionParams"]),
+        ("vllm.pooling_params", "LateChunkingParams", valid["LateChunkingParams"]),
+        ("vllm.pooling_params", "PoolingParams", {**valid["PoolingParams"], "output_kind": st.just(output_kind.FINAL_ONLY) if output_kind else None}),
+        ("vllm.sampling_params", "SamplingParams", valid["SamplingParams"]),
     ):
-        overrides[cls] = _validated(cls, fields, overrides)
+        cls = _class(module, name)
+        if cls is not None:
+            overrides[cls] = _validated(cls, {k: v for k, v in fields.items() if v is not None}, overrides)
     classes = _classes_by_name()
     for name, fields in _wire_ranges().items():
-        overrides[classes[name]] = _validated(classes[name], fields, overrides)
+        if name in classes:  # a class this release has
+            overrides[classes[name]] = _validated(classes[name], fields, overrides)
     return overrides
+
+
+def _existing(cls: type, fields: Mapping[str, Any]) -> Dict[str, Any]:
+    """The entries of ``fields`` that name a field ``cls`` has in the installed release (its constructor takes them)."""
+    from reference_codec.type_tree import struct_info
+
+    names = {f.name for f in struct_info(cls).fields}
+    return {name: strategy for name, strategy in fields.items() if name in names}
 
 
 def _validation_errors():
@@ -269,7 +294,7 @@ def _validated(cls: type, fields: Mapping[str, Any], types: Mapping[type, Any]):
 
     from strategies import from_struct
 
-    overrides: _Overrides = {name: s for name, s in fields.items()}
+    overrides: _Overrides = {name: s for name, s in _existing(cls, fields).items()}
     overrides.update((t, s) for t, s in types.items() if t is not cls)
     inner = from_struct(cls, overrides, untyped=_untyped())  # no registry, no batch field: the generic defaults
 

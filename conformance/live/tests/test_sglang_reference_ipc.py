@@ -11,7 +11,7 @@ io = pytest.importorskip("sglang.srt.managers.io_struct", reason="SGLang is not 
 
 from conformance.benchmarks import corpus  # noqa: E402
 from conformance.engines.sglang import frame_recorder, reference_ipc  # noqa: E402
-from conformance.engines.sglang.codec import SGLangCodec  # noqa: E402
+from conformance.engines.sglang.adapter import ReferenceAdapter  # noqa: E402
 
 FAMILIES = ["control-AbortReq", "TokenizedGenerateReqInput-text", "BatchTokenIDOutput-1", "BatchTokenIDOutput-32", "BatchEmbeddingOutput-32"] + sorted(
     f for f in corpus.FAMILIES if f.startswith("live-")
@@ -20,7 +20,7 @@ FAMILIES = ["control-AbortReq", "TokenizedGenerateReqInput-text", "BatchTokenIDO
 
 @pytest.fixture(scope="module")
 def adapter():
-    return SGLangCodec()
+    return ReferenceAdapter()
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -119,3 +119,30 @@ class DefaultsNotFilled(VllmCodec):
             if field.encode_name not in body and type(field.default) in self._ZERO and field.default != self._ZERO[type(field.default)]:
                 changes[field.name] = self._ZERO[type(field.default)]
         return msgspec.structs.replace(obj, **changes) if changes else obj
+
+
+class SecondHopLosesLastField(VllmCodec):
+    """:class:`VllmCodec` whose re-encode of a message it decoded sends the last field at its default (SGLang #31339: a router loses a field on the second hop).
+
+    A message built by the sender is sent as is; one this codec decoded (a
+    router's) goes out with its last defaulted field reset. Only a second hop
+    shows it, as in production.
+    """
+
+    name = "vllm-second-hop-loses-last-field"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._decoded: List[Any] = []  # what this codec decoded (kept alive, so ids stay unique)
+
+    def decode(self, frames, msg_type: type) -> Any:
+        obj = super().decode(frames, msg_type)
+        self._decoded.append(obj)
+        return obj
+
+    def encode(self, msg: Any) -> List[Any]:
+        if isinstance(msg, msgspec.Struct) and any(obj is msg for obj in self._decoded):
+            last = msgspec.structs.fields(msg)[-1]
+            if last.default is not msgspec.NODEFAULT:
+                msg = msgspec.structs.replace(msg, **{last.name: last.default})
+        return super().encode(msg)
