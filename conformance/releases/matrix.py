@@ -214,13 +214,28 @@ def render(verdicts: Sequence[ReleaseVerdict], *, command: str, failure_lists: D
         out.append("| finding | first seen | fixed in | releases that show it | in the list |")
         out.append("|---|---|---|---|---|")
         for finding, where in sorted(seen.items(), key=lambda kv: (releases.index(kv[1][0]), kv[0])):
-            last = releases.index(where[-1])
-            fixed = releases[last + 1] if last + 1 < len(releases) else "not fixed"
+            fixed = _fixed_in(finding, where, releases)
             shown = _ranges(where, releases)
             in_list = "no: new" if reasons[finding].startswith("new:") else "yes"
             out.append(f"| `{_cell(finding)}` | {where[0]} | {fixed} | {shown} | {in_list} |")
         out.append("")
     return "\n".join(out)
+
+
+def _fixed_in(finding: str, where: Sequence[str], releases: Sequence[str]) -> str:
+    """The first release after the last that shows ``finding``; what a finding of another nature says instead.
+
+    A ``sometimes`` line shows in some draws only, so a release whose run did
+    not meet it has not fixed it; a ``breaks-schema`` finding is a change
+    between a release and the one before it, shown once, never fixed.
+    """
+    words = finding.split()
+    if "sometimes" in words[:2]:  # after a releases(...) prefix, or first
+        return "not judged (sometimes)"
+    if "breaks-schema" in words:
+        return "a change from the release before"
+    last = releases.index(where[-1])
+    return releases[last + 1] if last + 1 < len(releases) else "not fixed"
 
 
 def _shown_path(path: Optional[str]) -> str:

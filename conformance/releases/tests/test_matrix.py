@@ -52,6 +52,15 @@ def test_a_finding_names_the_release_it_first_shows_in_and_the_one_that_fixed_it
     assert new.split("|")[2:6] == [" 0.5.17 ", " not fixed ", " 0.5.17 ", " no: new "]
 
 
+def test_a_sometimes_line_is_never_called_fixed_and_a_wire_break_is_a_change_between_releases():
+    sometimes = "sometimes test_encoding_is_deterministic_* * bytes-differ *"
+    brk = "breaks-schema BatchStrOutput"
+    verdicts = [_verdict("0.5.15", [(sometimes, False), (brk, True)]), _verdict("0.5.16", [])]
+    text = render(verdicts, command="c", failure_lists={"sglang": None})
+    assert _rows(text, f"`{sometimes}`")[0].split("|")[3] == " not judged (sometimes) "
+    assert _rows(text, f"`{brk}`")[0].split("|")[3] == " a change from the release before "
+
+
 def test_merge_writes_the_table_from_ci_shards_and_fails_when_a_release_reached_no_verdict(tmp_path):
     shards = []
     for verdict in RELEASES:
