@@ -35,6 +35,27 @@ def test_the_ci_job_example_runs_commands_the_suite_accepts():
     assert args.codec == "yourengine.ipc:Codec" and args.failure_list and args.report and rest == ["-n", "2"]
 
 
+def test_the_ci_matrix_shards_one_release_per_job_and_merges_their_results_into_the_table(tmp_path):
+    """The matrix jobs' two commands as written: a shard runs one release and writes its result; the merge writes the table from the shards."""
+    import json
+    from dataclasses import asdict
+
+    from conformance.releases.matrix import ReleaseVerdict, _parser
+    from conformance.releases.matrix import main as matrix
+
+    text = open(os.path.join(EXAMPLES, "ci", "ipc-conformance.yml"), encoding="utf-8").read()
+    commands = [line.split("#")[0].strip() for line in text.splitlines() if line.strip().startswith("python -m conformance.releases matrix")]
+    shard, merge = (shlex.split(c.replace('"${{ matrix.release }}"', "0.5.23").replace("${{ matrix.release }}", "0.5.23"))[4:] for c in commands)
+    args = _parser().parse_args(shard)
+    assert args.engine == ["sglang"] and args.versions == "0.5.23" and args.result == "gate-0.5.23.json"
+    assert merge[0] == "merge" and merge[1] == "gate-*.json"
+    shard_result = tmp_path / "gate-0.5.23.json"
+    shard_result.write_text(json.dumps(asdict(ReleaseVerdict("sglang", "0.5.23", "PASSED", counts={"successes": 1}))))
+    out = tmp_path / "gate-matrix.md"
+    argv = [str(shard_result) if a == "gate-*.json" else str(out) if a == "gate-matrix.md" else a for a in merge[1:]]
+    assert matrix(["merge", *argv]) == 0 and "| sglang 0.5.23 | PASSED | 1 |" in out.read_text()
+
+
 def _schema_commands(text):
     return [shlex.split(line.split("#")[0].strip())[3:] for line in text.splitlines() if line.strip().startswith("python -m conformance.schema_diff")]
 
