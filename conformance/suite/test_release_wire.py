@@ -12,7 +12,7 @@ A message type or family the last release lacks is new, not a break.
 
 An engine without releases (the reference schema, a plug-in's) or a release
 with no older snapshot (the first) has nothing to compare with: one skipped
-test says so.
+test says so. A pickle codec skips it: its fields travel by name.
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ def test_the_wire_against_the_last_release_breaks_no_peer(codec, wire_case, requ
     skip, breaks, _, last = _judged(request.config.getoption("against_release"))
     if skip:
         pytest.skip(skip)
+    if codec.caps.executes_code_on_decode:
+        pytest.skip(f"{codec.name} sends pickle, whose fields travel by name: the positional wire between releases is not its wire")
     found = breaks.get(wire_case, [])
     if not found:
         return
