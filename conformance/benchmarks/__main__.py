@@ -248,7 +248,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verdict", help="time python -m conformance to a complete verdict, once per implementation; a markdown table")
     p.add_argument("--run", action="append", required=True, metavar="SPEC [ARGS]", help="a codec spec and optional suite arguments, e.g. 'pickle' or 'reference --profile dev'; repeatable")
-    p.add_argument("--out", help="also write the table here (e.g. docs/verdict-times.md)")
+    p.add_argument("--out", help="also write the table here (e.g. docs/reports/verdict-times.md)")
     p.add_argument("--workers", type=int, default=2, help="xdist workers of each run (default 2)")
 
     p = sub.add_parser("interleaved", help="time codecs round by round, in turn, on the corpus: ratios that hold on a noisy machine")
@@ -261,7 +261,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=15, help="rounds per family and operation, rounded up to whole cycles of the balanced order: 16 for two codecs, 18 for three (default 15)")
     p.add_argument("--processes", type=int, default=1, help="repeat in this many fresh processes, one after the other, and take medians (default 1: this one)")
     p.add_argument("--evict", default="0", metavar="SIZE", help="time each call alone after copying SIZE bytes (e.g. 32MiB): cold caches, as in a server between messages (default 0: a hot loop)")
-    p.add_argument("--out", help="also write the table here (e.g. docs/interleaved-ENGINE.md)")
+    p.add_argument("--out", help="also write the table here (e.g. docs/reports/interleaved-ENGINE.md)")
 
     p = sub.add_parser("baseline", help="measure a git ref's codec with this checkout's benchmarks")
     p.add_argument("--ref", required=True, help="the git ref whose codec to measure")

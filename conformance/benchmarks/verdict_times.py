@@ -1,6 +1,6 @@
 """Time to a complete verdict: how long ``python -m conformance`` takes for each of several implementations.
 
-``python -m conformance.benchmarks verdict --run reference --run sglang --out docs/verdict-times.md``
+``python -m conformance.benchmarks verdict --run reference --run sglang --out docs/reports/verdict-times.md``
 runs the suite once per ``--run`` (``SPEC [more arguments]``, e.g.
 ``"reference --profile dev"``), one after the other with ``-n 2``, and writes a
 markdown table: the command, its closing line and its wall time, with the
