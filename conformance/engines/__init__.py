@@ -26,6 +26,7 @@ from .profile import (
     Release,
     VectorValueUnavailable,
     engine_from_environment,
+    engine_named_by,
     engine_spec_from_environment,
     family_absent,
     family_roots,
@@ -51,4 +52,5 @@ __all__ = [
     "find_engine",
     "engine_from_environment",
     "engine_spec_from_environment",
+    "engine_named_by",
 ]

@@ -400,8 +400,13 @@ def engine_spec_from_environment() -> str:
     named = os.environ.get(ENGINE_ENV)
     if named:
         return named
-    codec = (os.environ.get(CODEC_ENV) or "").strip()
-    return codec if codec in ENGINES else DEFAULT_ENGINE
+    return engine_named_by(os.environ.get(CODEC_ENV)) or DEFAULT_ENGINE
+
+
+def engine_named_by(codec: Optional[str]) -> Optional[str]:
+    """The built-in engine a ``--codec`` is named after (``sglang``, ``vllm``: that engine's own codec), or None."""
+    codec = (codec or "").strip()
+    return codec if codec in ENGINES else None
 
 
 def engine_from_environment() -> Engine:

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from conformance.engines import DEFAULT_ENGINE, ENGINE_ENV, ENGINES, engine_spec_from_environment, load_engine
+from conformance.engines import DEFAULT_ENGINE, ENGINE_ENV, ENGINES, engine_named_by, engine_spec_from_environment, load_engine
 
 from .loop import RunConfig, Target, reproduce, run
 
@@ -50,8 +50,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    if args.engine:
-        os.environ[ENGINE_ENV] = args.engine  # read here and by the worker processes
+    engine = args.engine or engine_named_by(args.codec)  # as for python -m conformance: --codec sglang is the installed SGLang's
+    if engine:
+        os.environ[ENGINE_ENV] = engine  # read here and by the worker processes
     if args.save_findings and not load_engine(engine_spec_from_environment()).reference_schema:
         print("conformance.fuzz: --save-findings writes reference-wire vectors, and this engine's messages are not the reference "
               "schema's; run without it", file=sys.stderr)

@@ -39,6 +39,10 @@ def test_a_codec_named_after_an_engine_selects_that_engine(monkeypatch):
         assert engine_spec_from_environment() == engine, codec
     monkeypatch.setenv(ENGINE_ENV, "vllm")
     assert engine_spec_from_environment() == "vllm"  # an engine named wins
+    from conformance.engines import engine_named_by
+
+    assert engine_named_by("sglang") == "sglang" and engine_named_by(" vllm ") == "vllm"
+    assert engine_named_by("reference") == "reference" and engine_named_by("mypkg.codec:Codec") is None and engine_named_by(None) is None
 
 
 def test_an_unknown_engine_is_refused_naming_the_choices():
