@@ -119,12 +119,8 @@ class ReferenceCodec:
         A ``PickleWrapper`` of another class set is a plain struct here: it
         travels as is and is never unpickled by the codec. An enum member in
         an untyped position (ext 68) is one of the enums those classes'
-        fields declare (the schema's ``ENUM_TYPES`` by default) or one of
-        ``enum_types``, named by its class name; an enum whose name two of
-        them share is refused.
-    enum_types
-        With ``message_types``: more enums an untyped position may carry
-        (those of the classes' package that no field declares).
+        fields declare (the schema's ``ENUM_TYPES`` by default), named by its
+        class name; an enum whose name two of them share is refused.
 
     pause_gc_bytes
         Decode a body of this many bytes or more with Python's cyclic garbage
@@ -156,7 +152,6 @@ class ReferenceCodec:
         map_location: MapLocation = None,
         pause_gc_bytes: Optional[int] = PAUSE_GC_BYTES,
         message_types: Optional[Sequence[type]] = None,
-        enum_types: Sequence[type] = (),
     ):
         if out_of_band_threshold is not None and (
             not isinstance(out_of_band_threshold, int) or isinstance(out_of_band_threshold, bool) or out_of_band_threshold < 0
@@ -173,7 +168,7 @@ class ReferenceCodec:
             raise TypeError(f"message_types must be a non-empty sequence of msgspec.Struct classes, got {message_types!r}")
         self._own_schema = message_types is None
         # the enums an untyped position may carry (ext 68), by name: the schema's, or those the classes declare
-        self._enums_by_name = _ENUMS_BY_NAME if message_types is None else _unique_by_name(list(dict.fromkeys([*reachable_enums(types), *enum_types])))
+        self._enums_by_name = _ENUMS_BY_NAME if message_types is None else _unique_by_name(reachable_enums(types))
         self.out_of_band_threshold = out_of_band_threshold
         self.out_of_band = out_of_band_threshold is not None
         self.allow_pickle = allow_pickle

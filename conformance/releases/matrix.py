@@ -26,6 +26,7 @@ closing line in the time allowed) is a row that says so; the matrix goes on.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import hashlib
 import json
@@ -82,8 +83,9 @@ def default_failure_list(engine: Engine) -> Optional[str]:
     return found[-1] if found else None
 
 
-def _key(engine: Engine, release: Release, failure_list: Optional[str], options: Sequence[str]) -> str:
-    """What a cached result depends on: this checkout's packages, the list, the options."""
+@functools.lru_cache(maxsize=None)
+def _checkout_digest() -> bytes:
+    """A digest of this checkout's packages (their .py, .txt and .json files), read once per process."""
     digest = hashlib.sha256()
     for package in _PACKAGES:
         for folder, dirs, files in os.walk(os.path.join(_ROOT, package)):
@@ -94,6 +96,12 @@ def _key(engine: Engine, release: Release, failure_list: Optional[str], options:
                     digest.update(os.path.relpath(path, _ROOT).encode())
                     with open(path, "rb") as fh:
                         digest.update(fh.read())
+    return digest.digest()
+
+
+def _key(engine: Engine, release: Release, failure_list: Optional[str], options: Sequence[str]) -> str:
+    """What a cached result depends on: this checkout's packages, the list, the options."""
+    digest = hashlib.sha256(_checkout_digest())
     if failure_list:
         with open(failure_list, "rb") as fh:
             digest.update(fh.read())

@@ -32,7 +32,7 @@ import msgspec
 
 from reference_codec import schema as ref
 
-from .installed import PICKLE_IPC_ENV, io_struct
+from .installed import installed_release, io_struct, msgpack_io
 
 __all__ = ["ReferenceAdapter", "sglang_available", "reference_mismatch"]
 
@@ -65,7 +65,7 @@ def reference_mismatch() -> Optional[str]:
     """Why the installed SGLang's classes are not the reference schema's (a difference positional decoding does not follow and the schema does not document), or None: they are."""
     from conformance.schema_diff import diff_schemas
 
-    from .installed import installed_release, message_types
+    from .installed import message_types
     from .sync import documented
 
     undocumented = [c for c in diff_schemas(message_types(), ref.MESSAGE_TYPES) if c.breaks("backward") and not documented(c)]
@@ -89,19 +89,7 @@ class ReferenceAdapter:
     out_of_band = False
 
     def __init__(self) -> None:
-        import os
-
-        try:
-            self._io = io_struct()
-        except Exception as exc:
-            raise RuntimeError(
-                f"SGLang is not importable here; install it with `tox -e sglang` (without its GPU-only dependencies): {exc}"
-            ) from exc
-        if getattr(self._io, "_USE_PICKLE_IPC", False):
-            raise RuntimeError(
-                f"SGLang's msgpack IPC is off in this process ({PICKLE_IPC_ENV}={os.environ.get(PICKLE_IPC_ENV)!r}, or SGLang was "
-                f"imported before the adapter set it): run with {PICKLE_IPC_ENV}=0 to test its msgpack codec"
-            )
+        self._io = msgpack_io()
         self._theirs: Dict[str, type] = {}
         for module_name in _SGLANG_MODULES:
             try:
@@ -126,7 +114,7 @@ class ReferenceAdapter:
     decode_error = msgspec.DecodeError
 
     def __repr__(self) -> str:
-        return f"ReferenceAdapter(sglang {getattr(importlib.import_module('sglang'), '__version__', '?')})"
+        return f"ReferenceAdapter(sglang {installed_release() or '?'})"
 
     # --- conversion ---------------------------------------------------------
 

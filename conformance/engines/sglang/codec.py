@@ -17,12 +17,11 @@ installed code, never off a version number:
 
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, List, Optional
 
 import msgspec
 
-from .installed import PICKLE_IPC_ENV, installed_release, io_struct, message_types, reference_wire_gap
+from .installed import installed_release, message_types, msgpack_io, reference_wire_gap
 
 __all__ = ["SGLangCodec"]
 
@@ -37,15 +36,7 @@ class SGLangCodec:
     decode_error = msgspec.DecodeError
 
     def __init__(self) -> None:
-        try:
-            self._io = io_struct()
-        except Exception as exc:
-            raise RuntimeError(f"SGLang is not importable here; install it (`tox -e sglang` does, without its GPU-only dependencies): {exc}") from exc
-        if getattr(self._io, "_USE_PICKLE_IPC", False):
-            raise RuntimeError(
-                f"SGLang's msgpack IPC is off in this process ({PICKLE_IPC_ENV}={os.environ.get(PICKLE_IPC_ENV)!r}, or SGLang was "
-                f"imported before the suite set it): run with {PICKLE_IPC_ENV}=0 to test its msgpack codec"
-            )
+        self._io = msgpack_io()
         self.release: Optional[str] = installed_release()
         #: Why its bytes are not the reference wire's, or None (they are: the reference reads and writes them).
         self.wire_gap: Optional[str] = reference_wire_gap()

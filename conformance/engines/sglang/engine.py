@@ -46,11 +46,9 @@ def _sglang():
 def _reference_over_sglang(out_of_band: bool = False):
     from reference_codec import ReferenceCodec
 
-    from .installed import enum_types, message_types
+    from .installed import message_types
 
-    codec = ReferenceCodec(
-        message_types=list(message_types().values()), enum_types=list(enum_types(message_types())), out_of_band_threshold=256 if out_of_band else None
-    )
+    codec = ReferenceCodec(message_types=list(message_types().values()), out_of_band_threshold=256 if out_of_band else None)
     codec.name = "reference-v2" if out_of_band else "reference"
     return codec
 

@@ -13,7 +13,6 @@ Importing this module imports neither SGLang nor torch.
 
 from __future__ import annotations
 
-import enum
 import functools
 import importlib
 import os
@@ -27,6 +26,7 @@ __all__ = [
     "PICKLE_IPC_ENV",
     "REFERENCE_EXT_CODES",
     "io_struct",
+    "msgpack_io",
     "message_types",
     "enum_types",
     "ext_codes",
@@ -58,6 +58,22 @@ def io_struct() -> types.ModuleType:
     return importlib.import_module(IO_MODULE)
 
 
+def msgpack_io() -> types.ModuleType:
+    """:func:`io_struct` for a codec that drives SGLang's msgpack path: ``RuntimeError`` saying what to do when SGLang
+    does not import, or when its pickle IPC is on in this process (then ``time_stats`` and ``customized_info`` are not
+    wrapped, and every message carrying them fails in SGLang's own msgpack decoder)."""
+    try:
+        io = io_struct()
+    except Exception as exc:
+        raise RuntimeError(f"SGLang is not importable here; install it (`tox -e sglang` does, without its GPU-only dependencies): {exc}") from exc
+    if getattr(io, "_USE_PICKLE_IPC", False):
+        raise RuntimeError(
+            f"SGLang's msgpack IPC is off in this process ({PICKLE_IPC_ENV}={os.environ.get(PICKLE_IPC_ENV)!r}, or SGLang was "
+            f"imported before the suite set it): run with {PICKLE_IPC_ENV}=0 to test its msgpack codec"
+        )
+    return io
+
+
 @functools.lru_cache(maxsize=None)
 def _messages(module: types.ModuleType) -> Tuple[Tuple[str, type], ...]:
     from .sync import engine_messages
@@ -74,7 +90,7 @@ def enum_types(messages: Mapping[str, type]) -> Tuple[type, ...]:
     """Every ``enum.Enum`` class a field of ``messages`` (or of a struct they hold) is declared with, each once."""
     from reference_codec.type_tree import reachable_enums
 
-    return tuple(cls for cls in reachable_enums(list(messages.values())) if issubclass(cls, enum.Enum))
+    return tuple(reachable_enums(list(messages.values())))
 
 
 def ext_codes() -> Dict[int, str]:
@@ -101,6 +117,6 @@ def reference_wire_gap() -> Optional[str]:
 
 def installed_release() -> Optional[str]:
     """The installed SGLang's ``__version__`` (a development build's too), or ``None``."""
-    from conformance.schema_diff.snapshot import installed_version
+    from conformance.engines.profile import installed_version
 
     return installed_version("sglang")

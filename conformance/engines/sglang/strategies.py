@@ -39,7 +39,6 @@ REFUSED: Dict[type, int] = {}
 
 @functools.lru_cache(maxsize=None)
 def _options() -> Dict[str, Any]:
-
     from strategies.reference import BATCH_FIELD, REGISTRY
     from strategies.untyped import untyped_values
 

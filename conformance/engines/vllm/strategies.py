@@ -239,24 +239,29 @@ def _type_overrides() -> Dict[type, Any]:
     if lora is not None:
         # Every field given: left at its default, lora_path is "", which __post_init__ refuses (a finding, not a draw).
         overrides[lora] = st.builds(lora, **_existing(lora, valid["LoRARequest"]))
-    if _class("vllm.sampling_params", "StructuredOutputsParams") is not None:
-        overrides[_class("vllm.sampling_params", "StructuredOutputsParams")] = _structured_outputs()
-    if _class("vllm.multimodal.inputs", "MultiModalKwargsItem") is not None:
-        overrides[_class("vllm.multimodal.inputs", "MultiModalKwargsItem")] = _mm_kwargs_items()
+    structured = _class("vllm.sampling_params", "StructuredOutputsParams")
+    if structured is not None:
+        overrides[structured] = _structured_outputs()
+    mm_item = _class("vllm.multimodal.inputs", "MultiModalKwargsItem")
+    if mm_item is not None:
+        overrides[mm_item] = _mm_kwargs_items()
     result = _class("vllm.v1.serial_utils", "UtilityResult")
     if result is not None:
         overrides[result] = st.builds(result, _untyped())
+    pooling = dict(valid["PoolingParams"])
     output_kind = _class("vllm.sampling_params", "RequestOutputKind")
+    if output_kind is not None:
+        pooling["output_kind"] = st.just(output_kind.FINAL_ONLY)
     # Innermost first: each validated class is drawn with the strategies of those it contains.
     for module, name, fields in (
         ("vllm.sampling_params", "RepetitionDetectionParams", valid["RepetitionDetectionParams"]),
         ("vllm.pooling_params", "LateChunkingParams", valid["LateChunkingParams"]),
-        ("vllm.pooling_params", "PoolingParams", {**valid["PoolingParams"], "output_kind": st.just(output_kind.FINAL_ONLY) if output_kind else None}),
+        ("vllm.pooling_params", "PoolingParams", pooling),
         ("vllm.sampling_params", "SamplingParams", valid["SamplingParams"]),
     ):
         cls = _class(module, name)
         if cls is not None:
-            overrides[cls] = _validated(cls, {k: v for k, v in fields.items() if v is not None}, overrides)
+            overrides[cls] = _validated(cls, fields, overrides)
     classes = _classes_by_name()
     for name, fields in _wire_ranges().items():
         if name in classes:  # a class this release has
